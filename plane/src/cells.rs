@@ -1,0 +1,1 @@
+//! Cell storage: dense pages while the joint is small, sparse above.
