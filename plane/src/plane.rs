@@ -74,6 +74,10 @@ impl Plane {
     /// re-packing the cells) as needed. On cap overflow the plane faults.
     pub fn encode(&mut self, dims: &[DimValue]) -> Result<JointKey, PlaneError> { todo!() }
 
+    /// [`Plane::encode`] from borrowed values; allocates only for a value the
+    /// dictionary has not seen (keep a per-dimension last-value fast path).
+    pub fn encode_ref(&mut self, dims: &[crate::DimRef<'_>]) -> Result<JointKey, PlaneError> { todo!() }
+
     /// The code of a value of dimension `dim`, if it has one (no insertion).
     pub fn code_of(&self, dim: usize, value: &DimValue) -> Option<Code> { todo!() }
 

@@ -39,3 +39,23 @@ pub enum MeasureValue {
     Int(i64),
     Other,
 }
+
+/// A borrowed dimension value, for encoding without allocating (the change
+/// hook's hot path): the dictionary allocates only for a value it has not
+/// seen before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DimRef<'a> {
+    Null,
+    Int(i64),
+    Text(&'a str),
+}
+
+impl DimValue {
+    pub fn as_ref(&self) -> DimRef<'_> {
+        match self {
+            DimValue::Null => DimRef::Null,
+            DimValue::Int(i) => DimRef::Int(*i),
+            DimValue::Text(s) => DimRef::Text(s),
+        }
+    }
+}
