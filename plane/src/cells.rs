@@ -1,1 +1,611 @@
-//! Cell storage: dense pages while the joint is small, sparse above.
+//! Cell storage: dense pages while the joint is small, sparse shards above.
+//!
+//! Both forms keep cells in blocks shared by `Arc`: a snapshot shares every
+//! block, and the first write after it copies the block table and the one
+//! block it touches (`Arc::make_mut`), never the whole plane.
+
+use std::sync::Arc;
+
+use ahash::AHashMap;
+
+use crate::mem::{arc_bytes, table_bytes, vec_bytes};
+use crate::{JointKey, MeasureValue, PlaneError};
+
+/// Joint keys of at most this many bits are stored densely (see
+/// `docs/design.md`: at 16 bits a full key space is 65,536 slots, a few MB
+/// at most, and pages are only allocated where a cell was ever written).
+pub(crate) const DENSE_MAX_BITS: u32 = 16;
+/// Cells per dense page: 64 keeps the copy on the first write after a
+/// snapshot near 4 KB per measure, and a 16-bit table at 1,024 pages.
+const PAGE_BITS: u32 = 6;
+const PAGE: usize = 1 << PAGE_BITS;
+/// Sparse cells are spread over this many shards by a hash of the key, so a
+/// write after a snapshot copies 1/256 of the cells.
+const SHARD_BITS: u32 = 8;
+const SHARDS: usize = 1 << SHARD_BITS;
+
+/// The cell's MIN of this measure is a lower bound, not the exact minimum.
+pub(crate) const MIN_UNKNOWN: u8 = 1;
+/// The cell's MAX of this measure is an upper bound, not the exact maximum.
+pub(crate) const MAX_UNKNOWN: u8 = 2;
+
+/// One measure in one cell. With `nn == 0` it is all zeros. Otherwise `min`
+/// is at most every value of the cell (and equal to the smallest one unless
+/// `MIN_UNKNOWN`), `max` likewise from above: a deleted extremum leaves a
+/// bound that later inserts can make exact again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Stat {
+    /// Exact sum of the positive values.
+    pub pos: i128,
+    /// Exact sum of the negative values.
+    pub neg: i128,
+    /// Non-NULL values.
+    pub nn: i64,
+    pub min: i64,
+    pub max: i64,
+    pub flags: u8,
+}
+
+impl Stat {
+    /// Whether removing `-w` copies of `v` (`w < 0`) is consistent with what
+    /// the cell holds; a delete of a row never inserted shows up here.
+    fn can_remove(&self, v: i64, w: i64, new_count: i64) -> bool {
+        let nn = self.nn + w;
+        if nn < 0 || nn > new_count || v < self.min || v > self.max {
+            return false;
+        }
+        let amount = v as i128 * w as i128;
+        let (pos, neg) = if v > 0 {
+            (self.pos + amount, self.neg)
+        } else {
+            (self.pos, self.neg + amount)
+        };
+        pos >= 0 && neg <= 0 && (nn > 0 || (pos == 0 && neg == 0))
+    }
+
+    /// Add `w` copies of `v` (`w < 0` removes).
+    #[inline]
+    fn add(&mut self, v: i64, w: i64) {
+        let nn = self.nn + w;
+        if nn == 0 {
+            *self = Stat::default();
+            return;
+        }
+        if w > 0 {
+            if self.nn == 0 {
+                self.min = v;
+                self.max = v;
+                self.flags = 0;
+            } else {
+                // `min` bounds every value from below even when unknown, so
+                // a value at or under it is the exact new minimum.
+                if v <= self.min {
+                    self.min = v;
+                    self.flags &= !MIN_UNKNOWN;
+                }
+                if v >= self.max {
+                    self.max = v;
+                    self.flags &= !MAX_UNKNOWN;
+                }
+            }
+        } else {
+            if v == self.min {
+                self.flags |= MIN_UNKNOWN;
+            }
+            if v == self.max {
+                self.flags |= MAX_UNKNOWN;
+            }
+        }
+        let amount = v as i128 * w as i128;
+        if v > 0 {
+            self.pos += amount;
+        } else {
+            self.neg += amount;
+        }
+        self.nn = nn;
+    }
+
+    /// Add another cell's values of the same measure.
+    fn absorb(&mut self, o: &Stat) {
+        if o.nn == 0 {
+            return;
+        }
+        if self.nn == 0 {
+            *self = *o;
+            return;
+        }
+        // The merged bound is the smaller one; it is exact if a side whose
+        // bound it is knows its minimum exactly.
+        let min = self.min.min(o.min);
+        let min_known = (self.min == min && self.flags & MIN_UNKNOWN == 0)
+            || (o.min == min && o.flags & MIN_UNKNOWN == 0);
+        let max = self.max.max(o.max);
+        let max_known = (self.max == max && self.flags & MAX_UNKNOWN == 0)
+            || (o.max == max && o.flags & MAX_UNKNOWN == 0);
+        self.nn += o.nn;
+        self.pos += o.pos;
+        self.neg += o.neg;
+        self.min = min;
+        self.max = max;
+        self.flags =
+            if min_known { 0 } else { MIN_UNKNOWN } | if max_known { 0 } else { MAX_UNKNOWN };
+    }
+
+    /// The invariants of one measure in a non-empty cell of `count` rows.
+    fn check(&self, count: i64) -> Result<(), String> {
+        if self.nn < 0 || self.nn > count {
+            return Err(format!("non-NULL count {} outside 0..={count}", self.nn));
+        }
+        if self.pos < 0 || self.neg > 0 {
+            return Err(format!(
+                "positive sum {} or negative sum {} has the wrong sign",
+                self.pos, self.neg
+            ));
+        }
+        if self.nn == 0 {
+            return if *self == Stat::default() {
+                Ok(())
+            } else {
+                Err(format!("no values but not cleared: {self:?}"))
+            };
+        }
+        if self.flags & !(MIN_UNKNOWN | MAX_UNKNOWN) != 0 || self.min > self.max {
+            return Err(format!("extrema out of order: {self:?}"));
+        }
+        let nn = self.nn as i128;
+        if self.pos > nn * self.max.max(0) as i128 || self.neg < nn * self.min.min(0) as i128 {
+            return Err(format!(
+                "sums outside what {} values in [{}, {}] allow",
+                self.nn, self.min, self.max
+            ));
+        }
+        if self.flags == 0
+            && self.nn == 1
+            && (self.min != self.max || self.pos + self.neg != self.min as i128)
+        {
+            return Err(format!(
+                "one value, but min, max and sum disagree: {self:?}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Apply `w` copies of a row to a cell (`w < 0` removes). Checks first, then
+/// writes, so a delete of a row the cell does not hold changes nothing.
+#[inline]
+pub(crate) fn apply_row(
+    count: &mut i64,
+    stats: &mut [Stat],
+    w: i64,
+    ms: &[MeasureValue],
+) -> Result<(), PlaneError> {
+    if w == 0 {
+        return Ok(());
+    }
+    let new_count = count
+        .checked_add(w)
+        .filter(|&c| c >= 0)
+        .ok_or(PlaneError::NegativeCount)?;
+    if w < 0 {
+        for (s, mv) in stats.iter().zip(ms) {
+            let ok = match *mv {
+                MeasureValue::Int(v) => s.can_remove(v, w, new_count),
+                _ => s.nn <= new_count,
+            };
+            if !ok {
+                return Err(PlaneError::NegativeCount);
+            }
+        }
+    }
+    *count = new_count;
+    for (s, mv) in stats.iter_mut().zip(ms) {
+        if let MeasureValue::Int(v) = *mv {
+            s.add(v, w);
+        }
+    }
+    Ok(())
+}
+
+/// Add a whole cell of another plane (same measures) into this one.
+pub(crate) fn absorb_cell(count: &mut i64, stats: &mut [Stat], o_count: i64, o_stats: &[Stat]) {
+    *count += o_count;
+    for (s, o) in stats.iter_mut().zip(o_stats) {
+        s.absorb(o);
+    }
+}
+
+/// Check one cell (`count > 0`) and return nothing or why it is broken.
+pub(crate) fn check_cell(count: i64, stats: &[Stat]) -> Result<(), String> {
+    if count < 0 {
+        return Err(format!("negative count {count}"));
+    }
+    stats
+        .iter()
+        .enumerate()
+        .try_for_each(|(m, s)| s.check(count).map_err(|e| format!("measure {m}: {e}")))
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Cells {
+    Dense(Dense),
+    Sparse(Sparse),
+}
+
+/// Cells indexed by joint key, in pages allocated on first write.
+#[derive(Clone, Debug)]
+pub(crate) struct Dense {
+    pages: Arc<Vec<Option<Arc<Page>>>>,
+    slots: usize,
+    m: usize,
+}
+
+#[derive(Clone, Debug)]
+struct Page {
+    count: Vec<i64>,
+    /// `slots × m`, cell-major.
+    stats: Vec<Stat>,
+}
+
+/// Cells in hash maps, sharded by a hash of the key.
+#[derive(Clone, Debug)]
+pub(crate) struct Sparse {
+    shards: Arc<Vec<Option<Arc<Shard>>>>,
+    m: usize,
+}
+
+/// Non-empty cells only: an empty cell is removed (memory per cell).
+#[derive(Clone, Debug, Default)]
+struct Shard {
+    index: AHashMap<JointKey, u32>,
+    keys: Vec<JointKey>,
+    count: Vec<i64>,
+    stats: Vec<Stat>,
+}
+
+#[inline]
+fn shard_of(key: JointKey) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SHARD_BITS)) as usize
+}
+
+impl Shard {
+    fn remove(&mut self, i: usize, m: usize) {
+        self.index.remove(&self.keys[i]);
+        let last = self.keys.len() - 1;
+        if i != last {
+            self.keys[i] = self.keys[last];
+            self.count[i] = self.count[last];
+            self.stats.copy_within(last * m..(last + 1) * m, i * m);
+            self.index.insert(self.keys[i], i as u32);
+        }
+        self.keys.pop();
+        self.count.pop();
+        self.stats.truncate(last * m);
+    }
+}
+
+impl Cells {
+    /// Empty storage for a joint of `total_bits` and `m` measures.
+    pub fn new(total_bits: u32, m: usize) -> Cells {
+        if total_bits <= DENSE_MAX_BITS {
+            let keys = 1usize << total_bits;
+            let slots = keys.min(PAGE);
+            Cells::Dense(Dense {
+                pages: Arc::new(vec![None; keys / slots]),
+                slots,
+                m,
+            })
+        } else {
+            Cells::Sparse(Sparse {
+                shards: Arc::new(vec![None; SHARDS]),
+                m,
+            })
+        }
+    }
+
+    pub fn is_dense(&self) -> bool {
+        matches!(self, Cells::Dense(_))
+    }
+
+    /// The cell at `key`, if it is not empty.
+    #[inline]
+    pub fn get(&self, key: JointKey) -> Option<(i64, &[Stat])> {
+        match self {
+            Cells::Dense(d) => {
+                let page = d.pages.get((key >> PAGE_BITS) as usize)?.as_deref()?;
+                let s = key as usize & (PAGE - 1);
+                let c = *page.count.get(s)?;
+                (c != 0).then(|| (c, &page.stats[s * d.m..(s + 1) * d.m]))
+            }
+            Cells::Sparse(sp) => {
+                let shard = sp.shards[shard_of(key)].as_deref()?;
+                let i = *shard.index.get(&key)? as usize;
+                Some((shard.count[i], &shard.stats[i * sp.m..(i + 1) * sp.m]))
+            }
+        }
+    }
+
+    /// Run `f` on the cell at `key` (an empty one if it has none), copying
+    /// the block it lives in first if a snapshot shares it. The caller keeps
+    /// `key` inside the layout.
+    #[inline]
+    pub fn update<R>(&mut self, key: JointKey, f: impl FnOnce(&mut i64, &mut [Stat]) -> R) -> R {
+        match self {
+            Cells::Dense(d) => {
+                let (slots, m) = (d.slots, d.m);
+                let pages = Arc::make_mut(&mut d.pages);
+                let page = pages[(key >> PAGE_BITS) as usize].get_or_insert_with(|| {
+                    Arc::new(Page {
+                        count: vec![0; slots],
+                        stats: vec![Stat::default(); slots * m],
+                    })
+                });
+                let page = Arc::make_mut(page);
+                let s = key as usize & (PAGE - 1);
+                f(&mut page.count[s], &mut page.stats[s * m..(s + 1) * m])
+            }
+            Cells::Sparse(sp) => {
+                let m = sp.m;
+                let shards = Arc::make_mut(&mut sp.shards);
+                let shard =
+                    Arc::make_mut(shards[shard_of(key)].get_or_insert_with(Default::default));
+                let i = match shard.index.get(&key) {
+                    Some(&i) => i as usize,
+                    None => {
+                        let i = shard.keys.len();
+                        shard.index.insert(key, i as u32);
+                        shard.keys.push(key);
+                        shard.count.push(0);
+                        shard.stats.resize((i + 1) * m, Stat::default());
+                        i
+                    }
+                };
+                let r = f(&mut shard.count[i], &mut shard.stats[i * m..(i + 1) * m]);
+                if shard.count[i] == 0 {
+                    shard.remove(i, m);
+                }
+                r
+            }
+        }
+    }
+
+    /// Visit every non-empty cell.
+    pub fn for_each(&self, mut f: impl FnMut(JointKey, i64, &[Stat])) {
+        match self {
+            Cells::Dense(d) => {
+                for (p, page) in d.pages.iter().enumerate() {
+                    let Some(page) = page else { continue };
+                    let base = (p as JointKey) << PAGE_BITS;
+                    for (s, &c) in page.count.iter().enumerate() {
+                        if c != 0 {
+                            f(base | s as JointKey, c, &page.stats[s * d.m..(s + 1) * d.m]);
+                        }
+                    }
+                }
+            }
+            Cells::Sparse(sp) => {
+                for shard in sp.shards.iter().flatten() {
+                    for (i, (&k, &c)) in shard.keys.iter().zip(&shard.count).enumerate() {
+                        f(k, c, &shard.stats[i * sp.m..(i + 1) * sp.m]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// What a full scan costs, in cell slots looked at.
+    pub fn scan_cost(&self) -> usize {
+        match self {
+            Cells::Dense(d) => d.pages.iter().flatten().count() * d.slots,
+            Cells::Sparse(sp) => sp.shards.iter().flatten().map(|s| s.keys.len()).sum(),
+        }
+    }
+
+    /// Exact heap bytes, counting shared blocks as this copy's own.
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            Cells::Dense(d) => {
+                let pages: usize = d
+                    .pages
+                    .iter()
+                    .flatten()
+                    .map(|p| {
+                        arc_bytes::<Page>()
+                            + vec_bytes::<i64>(p.count.capacity())
+                            + vec_bytes::<Stat>(p.stats.capacity())
+                    })
+                    .sum();
+                arc_bytes::<Vec<Option<Arc<Page>>>>()
+                    + vec_bytes::<Option<Arc<Page>>>(d.pages.capacity())
+                    + pages
+            }
+            Cells::Sparse(sp) => {
+                let shards: usize = sp
+                    .shards
+                    .iter()
+                    .flatten()
+                    .map(|s| {
+                        arc_bytes::<Shard>()
+                            + table_bytes::<(JointKey, u32)>(s.index.capacity())
+                            + vec_bytes::<JointKey>(s.keys.capacity())
+                            + vec_bytes::<i64>(s.count.capacity())
+                            + vec_bytes::<Stat>(s.stats.capacity())
+                    })
+                    .sum();
+                arc_bytes::<Vec<Option<Arc<Shard>>>>()
+                    + vec_bytes::<Option<Arc<Shard>>>(sp.shards.capacity())
+                    + shards
+            }
+        }
+    }
+
+    /// Structural invariants of the storage for a joint of `total_bits`:
+    /// the right form and block sizes, empty dense slots all zero, and a
+    /// sparse index that matches its cells (each in the shard of its key).
+    pub fn check(&self, total_bits: u32, m: usize) -> Result<(), String> {
+        let fresh = Cells::new(total_bits, m);
+        match (self, &fresh) {
+            (Cells::Dense(d), Cells::Dense(f)) => {
+                if d.m != m || d.slots != f.slots || d.pages.len() != f.pages.len() {
+                    return Err(format!("dense pages do not fit a {total_bits}-bit joint"));
+                }
+                for page in d.pages.iter().flatten() {
+                    if page.count.len() != d.slots || page.stats.len() != d.slots * m {
+                        return Err("a dense page has the wrong size".into());
+                    }
+                    for (s, &c) in page.count.iter().enumerate() {
+                        if c == 0
+                            && page.stats[s * m..(s + 1) * m]
+                                .iter()
+                                .any(|st| *st != Stat::default())
+                        {
+                            return Err("an empty dense cell holds measure values".into());
+                        }
+                    }
+                }
+            }
+            (Cells::Sparse(sp), Cells::Sparse(_)) => {
+                if sp.m != m || sp.shards.len() != SHARDS {
+                    return Err("sparse shards do not fit the plane".into());
+                }
+                for (n, shard) in sp.shards.iter().enumerate() {
+                    let Some(shard) = shard else { continue };
+                    let len = shard.keys.len();
+                    if shard.count.len() != len
+                        || shard.stats.len() != len * m
+                        || shard.index.len() != len
+                    {
+                        return Err("a sparse shard's columns differ in length".into());
+                    }
+                    for (i, &k) in shard.keys.iter().enumerate() {
+                        if shard.index.get(&k) != Some(&(i as u32)) || shard_of(k) != n {
+                            return Err(format!("sparse key {k} is misplaced"));
+                        }
+                        if shard.count[i] == 0 {
+                            return Err(format!("sparse key {k} is stored empty"));
+                        }
+                    }
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "storage form does not match a {total_bits}-bit joint"
+                ))
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ints(vs: &[i64]) -> Vec<MeasureValue> {
+        vs.iter().map(|&v| MeasureValue::Int(v)).collect()
+    }
+
+    #[test]
+    fn deleting_the_minimum_makes_it_unknown_and_a_lower_insert_makes_it_exact() {
+        let (mut c, mut s) = (0, [Stat::default()]);
+        for v in [5, 3, 9] {
+            apply_row(&mut c, &mut s, 1, &ints(&[v])).unwrap();
+        }
+        assert_eq!((s[0].min, s[0].max, s[0].flags), (3, 9, 0));
+        apply_row(&mut c, &mut s, -1, &ints(&[3])).unwrap();
+        assert_eq!(s[0].flags, MIN_UNKNOWN);
+        apply_row(&mut c, &mut s, 1, &ints(&[4])).unwrap();
+        assert_eq!(
+            s[0].flags, MIN_UNKNOWN,
+            "4 is above the bound 3: the minimum may be 4 or 5"
+        );
+        apply_row(&mut c, &mut s, 1, &ints(&[2])).unwrap();
+        assert_eq!((s[0].min, s[0].flags), (2, 0));
+        check_cell(c, &s).unwrap();
+    }
+
+    #[test]
+    fn removing_the_last_value_clears_the_extrema() {
+        let (mut c, mut s) = (0, [Stat::default()]);
+        apply_row(&mut c, &mut s, 1, &ints(&[7])).unwrap();
+        apply_row(&mut c, &mut s, 1, &[MeasureValue::Null]).unwrap();
+        apply_row(&mut c, &mut s, -1, &ints(&[7])).unwrap();
+        assert_eq!((c, s[0]), (1, Stat::default()));
+    }
+
+    #[test]
+    fn a_delete_the_cell_cannot_hold_changes_nothing() {
+        let (mut c, mut s) = (0, [Stat::default()]);
+        apply_row(&mut c, &mut s, 1, &ints(&[5])).unwrap();
+        let before = (c, s);
+        for bad in [ints(&[3]), ints(&[6]), ints(&[-5])] {
+            assert_eq!(
+                apply_row(&mut c, &mut s, -1, &bad),
+                Err(PlaneError::NegativeCount)
+            );
+            assert_eq!((c, s), before);
+        }
+        apply_row(&mut c, &mut s, -1, &[MeasureValue::Null]).unwrap_err();
+        apply_row(&mut c, &mut s, -1, &ints(&[5])).unwrap();
+        assert_eq!(
+            apply_row(&mut c, &mut s, -1, &[MeasureValue::Null]),
+            Err(PlaneError::NegativeCount)
+        );
+    }
+
+    #[test]
+    fn absorb_keeps_the_exact_side_of_a_bound() {
+        let unknown = Stat {
+            pos: 10,
+            neg: 0,
+            nn: 2,
+            min: 3,
+            max: 7,
+            flags: MIN_UNKNOWN,
+        };
+        let mut a = unknown;
+        a.absorb(&Stat {
+            pos: 2,
+            neg: 0,
+            nn: 1,
+            min: 2,
+            max: 2,
+            flags: 0,
+        });
+        assert_eq!((a.min, a.flags), (2, 0));
+        let mut b = unknown;
+        b.absorb(&Stat {
+            pos: 4,
+            neg: 0,
+            nn: 1,
+            min: 4,
+            max: 4,
+            flags: 0,
+        });
+        assert_eq!((b.min, b.max, b.flags), (3, 7, MIN_UNKNOWN));
+    }
+
+    #[test]
+    fn sparse_cells_are_removed_when_empty() {
+        let mut cells = Cells::new(40, 1);
+        for k in 0..1000u64 {
+            cells
+                .update(k << 20, |c, s| apply_row(c, s, 1, &ints(&[k as i64])))
+                .unwrap();
+        }
+        for k in (0..1000u64).step_by(2) {
+            cells
+                .update(k << 20, |c, s| apply_row(c, s, -1, &ints(&[k as i64])))
+                .unwrap();
+        }
+        assert_eq!(cells.scan_cost(), 500);
+        cells.check(40, 1).unwrap();
+        let mut seen = 0;
+        cells.for_each(|k, c, s| {
+            assert_eq!((c, s[0].pos), (1, (k >> 20) as i128));
+            seen += 1;
+        });
+        assert_eq!(seen, 500);
+        assert!(cells.get(2 << 20).is_none() && cells.get(3 << 20).is_some());
+    }
+}

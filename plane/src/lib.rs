@@ -15,6 +15,8 @@ mod build;
 mod cells;
 mod dict;
 mod error;
+mod layout;
+mod mem;
 mod plane;
 mod slice;
 mod value;

@@ -1,6 +1,11 @@
 //! Slice evaluation: filters, group-bys and aggregates over the cells.
 
-use crate::{Code, JointKey};
+use ahash::AHashMap;
+
+use crate::cells::{Stat, MAX_UNKNOWN, MIN_UNKNOWN};
+use crate::layout::Layout;
+use crate::plane::State;
+use crate::{Code, JointKey, PlaneError};
 
 /// SQL's three truth values. WHERE keeps a row only when its filter is `True`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -44,7 +49,11 @@ pub enum AggValue {
     /// `neg` of the negative ones; `pos + neg` is the sum. Any order of adding
     /// the values stays inside `[neg, pos]`, so the caller can tell whether an
     /// i64 accumulator (SQLite's) could overflow part-way.
-    Sum { nn: i64, pos: i128, neg: i128 },
+    Sum {
+        nn: i64,
+        pos: i128,
+        neg: i128,
+    },
     /// `None` when the group has no non-NULL value.
     Min(Option<i64>),
     Max(Option<i64>),
@@ -93,3 +102,374 @@ pub struct SliceResult {
 /// Cells whose MIN/MAX of a measure is unknown (after a delete of the
 /// extremum): `(joint key, measure)`.
 pub type UnknownCells = Vec<(JointKey, usize)>;
+
+impl Truth {
+    fn not(self) -> Truth {
+        match self {
+            Truth::True => Truth::False,
+            Truth::False => Truth::True,
+            Truth::Null => Truth::Null,
+        }
+    }
+}
+
+impl Pred {
+    /// The filter's truth for a cell whose code of dimension `d` is
+    /// `code(d)`, in SQL's three-valued (Kleene) logic.
+    pub fn eval(&self, code: &impl Fn(usize) -> Code) -> Truth {
+        match self {
+            Pred::Const(t) => *t,
+            Pred::Leaf { dim, truth } => truth
+                .get(code(*dim) as usize)
+                .copied()
+                .unwrap_or(Truth::False),
+            Pred::Not(p) => p.eval(code).not(),
+            Pred::And(ps) => {
+                let mut r = Truth::True;
+                for p in ps {
+                    match p.eval(code) {
+                        Truth::False => return Truth::False,
+                        Truth::Null => r = Truth::Null,
+                        Truth::True => {}
+                    }
+                }
+                r
+            }
+            Pred::Or(ps) => {
+                let mut r = Truth::False;
+                for p in ps {
+                    match p.eval(code) {
+                        Truth::True => return Truth::True,
+                        Truth::Null => r = Truth::Null,
+                        Truth::False => {}
+                    }
+                }
+                r
+            }
+        }
+    }
+
+    fn dims(&self, out: &mut Vec<usize>) {
+        match self {
+            Pred::Const(_) => {}
+            Pred::Leaf { dim, .. } => out.push(*dim),
+            Pred::Not(p) => p.dims(out),
+            Pred::And(ps) | Pred::Or(ps) => ps.iter().for_each(|p| p.dims(out)),
+        }
+    }
+
+    fn conjuncts<'a>(&'a self, out: &mut Vec<&'a Pred>) {
+        match self {
+            Pred::And(ps) => ps.iter().for_each(|p| p.conjuncts(out)),
+            p => out.push(p),
+        }
+    }
+}
+
+/// Grouped accumulators for one slice.
+struct Groups<'a> {
+    aggs: &'a [Agg],
+    layout: &'a Layout,
+    null_codes: Vec<Option<Code>>,
+    /// Distinct group-by dimensions and their offsets in the group key.
+    gdims: Vec<(usize, u32)>,
+    /// Group key → group, as a table when the group key is small.
+    table: Option<Vec<u32>>,
+    map: AHashMap<u64, u32>,
+    keys: Vec<u64>,
+    /// `groups × aggs`.
+    accs: Vec<Acc>,
+    /// Words of each COUNT(DISTINCT) bitset, by agg position.
+    words: Vec<usize>,
+    unknown: UnknownCells,
+}
+
+#[derive(Clone, Debug)]
+enum Acc {
+    Count(i64),
+    Sum { nn: i64, pos: i128, neg: i128 },
+    Min(Option<i64>),
+    Max(Option<i64>),
+    Distinct(Vec<u64>),
+}
+
+/// Group keys up to this many bits index a table instead of a hash map.
+const TABLE_BITS: u32 = 12;
+
+impl<'a> Groups<'a> {
+    fn new(st: &'a State, q: &'a SliceQuery) -> Groups<'a> {
+        let layout = &*st.layout;
+        let mut gdims: Vec<(usize, u32)> = Vec::new();
+        let mut off = 0;
+        for &d in &q.group_by {
+            if gdims.iter().all(|&(g, _)| g != d) {
+                gdims.push((d, off));
+                off += layout.bits[d];
+            }
+        }
+        let words = q
+            .aggs
+            .iter()
+            .map(|a| match *a {
+                Agg::CountDistinct(d) => st.dicts[d].len().div_ceil(64),
+                _ => 0,
+            })
+            .collect();
+        let mut g = Groups {
+            aggs: &q.aggs,
+            layout,
+            null_codes: st.dicts.iter().map(|d| d.null_code()).collect(),
+            gdims,
+            table: (off <= TABLE_BITS).then(|| vec![u32::MAX; 1 << off]),
+            map: AHashMap::new(),
+            keys: Vec::new(),
+            accs: Vec::new(),
+            words,
+            unknown: Vec::new(),
+        };
+        if q.group_by.is_empty() {
+            g.group(0);
+        }
+        g
+    }
+
+    fn group(&mut self, gk: u64) -> usize {
+        let slot = match &mut self.table {
+            Some(t) => &mut t[gk as usize],
+            None => self.map.entry(gk).or_insert(u32::MAX),
+        };
+        if *slot == u32::MAX {
+            *slot = self.keys.len() as u32;
+            self.keys.push(gk);
+            for (a, &w) in self.aggs.iter().zip(&self.words) {
+                self.accs.push(match a {
+                    Agg::CountStar | Agg::Count(_) => Acc::Count(0),
+                    Agg::Sum(_) => Acc::Sum {
+                        nn: 0,
+                        pos: 0,
+                        neg: 0,
+                    },
+                    Agg::Min(_) => Acc::Min(None),
+                    Agg::Max(_) => Acc::Max(None),
+                    Agg::CountDistinct(_) => Acc::Distinct(vec![0; w]),
+                });
+            }
+        }
+        *slot as usize
+    }
+
+    #[inline]
+    fn add(&mut self, key: JointKey, count: i64, stats: &[Stat]) {
+        let layout = self.layout;
+        let gk = self
+            .gdims
+            .iter()
+            .fold(0, |k, &(d, off)| k | u64::from(layout.code(key, d)) << off);
+        let g = self.group(gk);
+        let n = self.aggs.len();
+        for (agg, acc) in self.aggs.iter().zip(&mut self.accs[g * n..(g + 1) * n]) {
+            match (*agg, acc) {
+                (Agg::CountStar, Acc::Count(c)) => *c += count,
+                (Agg::Count(m), Acc::Count(c)) => *c += stats[m].nn,
+                (Agg::Sum(m), Acc::Sum { nn, pos, neg }) => {
+                    *nn += stats[m].nn;
+                    *pos += stats[m].pos;
+                    *neg += stats[m].neg;
+                }
+                (Agg::Min(m), Acc::Min(v)) if stats[m].nn > 0 => {
+                    if stats[m].flags & MIN_UNKNOWN != 0 {
+                        self.unknown.push((key, m));
+                    } else {
+                        *v = Some(v.map_or(stats[m].min, |v| v.min(stats[m].min)));
+                    }
+                }
+                (Agg::Max(m), Acc::Max(v)) if stats[m].nn > 0 => {
+                    if stats[m].flags & MAX_UNKNOWN != 0 {
+                        self.unknown.push((key, m));
+                    } else {
+                        *v = Some(v.map_or(stats[m].max, |v| v.max(stats[m].max)));
+                    }
+                }
+                (Agg::CountDistinct(d), Acc::Distinct(bits)) => {
+                    let c = layout.code(key, d);
+                    if Some(c) != self.null_codes[d] {
+                        bits[c as usize / 64] |= 1 << (c % 64);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn finish(mut self, group_by: &[usize], cells_visited: usize) -> (SliceResult, UnknownCells) {
+        let n = self.aggs.len();
+        let gdims = &self.gdims;
+        let mask = |d: usize| {
+            if self.layout.bits[d] == 0 {
+                0
+            } else {
+                u64::MAX >> (64 - self.layout.bits[d])
+            }
+        };
+        let groups = self
+            .keys
+            .iter()
+            .zip(self.accs.chunks(n.max(1)))
+            .map(|(&gk, accs)| Group {
+                key: group_by
+                    .iter()
+                    .map(|&d| {
+                        let off = gdims.iter().find(|&&(g, _)| g == d).map_or(0, |&(_, o)| o);
+                        ((gk >> off) & mask(d)) as Code
+                    })
+                    .collect(),
+                values: accs[..n]
+                    .iter()
+                    .map(|a| match a {
+                        Acc::Count(c) => AggValue::Count(*c),
+                        Acc::Sum { nn, pos, neg } => AggValue::Sum {
+                            nn: *nn,
+                            pos: *pos,
+                            neg: *neg,
+                        },
+                        Acc::Min(v) => AggValue::Min(*v),
+                        Acc::Max(v) => AggValue::Max(*v),
+                        Acc::Distinct(bits) => {
+                            AggValue::Count(bits.iter().map(|w| i64::from(w.count_ones())).sum())
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
+        self.unknown.sort_unstable();
+        self.unknown.dedup();
+        (
+            SliceResult {
+                groups,
+                cells_visited,
+            },
+            self.unknown,
+        )
+    }
+}
+
+/// Evaluate `q` over `st`: the groups, and the cells whose needed extremum
+/// is unknown (the groups' MIN/MAX are then not to be trusted). Checks the
+/// dimension and measure indexes; the caller checks fault and foreign values.
+pub(crate) fn run(st: &State, q: &SliceQuery) -> Result<(SliceResult, UnknownCells), PlaneError> {
+    let (nd, nm) = (st.dicts.len(), st.foreign.len());
+    let bad_dim = |index| PlaneError::BadIndex {
+        what: "dimension",
+        index,
+        count: nd,
+    };
+    let mut used = Vec::new();
+    q.filter.dims(&mut used);
+    if let Some(&d) = used.iter().chain(&q.group_by).find(|&&d| d >= nd) {
+        return Err(bad_dim(d));
+    }
+    for agg in &q.aggs {
+        match *agg {
+            Agg::CountStar => {}
+            Agg::CountDistinct(d) if d >= nd => return Err(bad_dim(d)),
+            Agg::CountDistinct(_) => {}
+            Agg::Count(m) | Agg::Sum(m) | Agg::Min(m) | Agg::Max(m) => {
+                if m >= nm {
+                    return Err(PlaneError::BadIndex {
+                        what: "measure",
+                        index: m,
+                        count: nm,
+                    });
+                }
+            }
+        }
+    }
+
+    // Allowed codes per dimension, from conjuncts over one dimension: a
+    // cell outside them cannot make the filter True.
+    let mut allowed: Vec<Option<Vec<Code>>> = vec![None; nd];
+    let mut nothing = false;
+    let mut conjuncts = Vec::new();
+    q.filter.conjuncts(&mut conjuncts);
+    for c in conjuncts {
+        let mut ds = Vec::new();
+        c.dims(&mut ds);
+        ds.sort_unstable();
+        ds.dedup();
+        match ds[..] {
+            [] => nothing |= c.eval(&|_| 0) != Truth::True,
+            [d] => {
+                let ok: Vec<Code> = (0..st.dicts[d].len() as Code)
+                    .filter(|&code| c.eval(&|_| code) == Truth::True)
+                    .collect();
+                allowed[d] = Some(match allowed[d].take() {
+                    None => ok,
+                    Some(prev) => prev
+                        .into_iter()
+                        .filter(|x| ok.binary_search(x).is_ok())
+                        .collect(),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    let layout = &*st.layout;
+    let mut groups = Groups::new(st, q);
+    let mut visited = 0usize;
+    let matches = |key: JointKey| q.filter.eval(&|d| layout.code(key, d)) == Truth::True;
+    if !nothing {
+        let lists: Vec<Vec<Code>> = allowed
+            .into_iter()
+            .enumerate()
+            .map(|(d, a)| a.unwrap_or_else(|| (0..st.dicts[d].len() as Code).collect()))
+            .collect();
+        let product = lists.iter().fold(1u128, |p, l| p * l.len() as u128);
+        // A probe by key costs about one slot of a dense scan, and about
+        // four cells of a sparse scan (a hash lookup against a walk).
+        let probe_weight = if st.cells.is_dense() { 1 } else { 4 };
+        if product * probe_weight * 2 <= st.cells.scan_cost() as u128 {
+            enumerate(&lists, layout, |key| {
+                visited += 1;
+                if let Some((count, stats)) = st.cells.get(key) {
+                    if matches(key) {
+                        groups.add(key, count, stats);
+                    }
+                }
+            });
+        } else {
+            visited = st.cells.scan_cost();
+            st.cells.for_each(|key, count, stats| {
+                if matches(key) {
+                    groups.add(key, count, stats);
+                }
+            });
+        }
+    }
+    Ok(groups.finish(&q.group_by, visited))
+}
+
+/// Call `f` with every key whose code of each dimension is in its list.
+fn enumerate(lists: &[Vec<Code>], layout: &Layout, mut f: impl FnMut(JointKey)) {
+    if lists.iter().any(|l| l.is_empty()) {
+        return;
+    }
+    let mut at = vec![0usize; lists.len()];
+    loop {
+        f(at.iter()
+            .enumerate()
+            .fold(0, |k, (d, &i)| k | layout.place(d, lists[d][i])));
+        let mut d = 0;
+        loop {
+            if d == lists.len() {
+                return;
+            }
+            at[d] += 1;
+            if at[d] < lists[d].len() {
+                break;
+            }
+            at[d] = 0;
+            d += 1;
+        }
+    }
+}

@@ -59,3 +59,26 @@ impl DimValue {
         }
     }
 }
+
+impl DimRef<'_> {
+    /// The owned form (allocates for text).
+    pub fn to_value(self) -> DimValue {
+        match self {
+            DimRef::Null => DimValue::Null,
+            DimRef::Int(i) => DimValue::Int(i),
+            DimRef::Text(s) => DimValue::Text(Arc::from(s)),
+        }
+    }
+}
+
+impl From<&str> for DimValue {
+    fn from(s: &str) -> Self {
+        DimValue::Text(Arc::from(s))
+    }
+}
+
+impl From<i64> for DimValue {
+    fn from(i: i64) -> Self {
+        DimValue::Int(i)
+    }
+}
