@@ -1,0 +1,193 @@
+//! SQLite's type affinity and comparison rules, for the values a plane holds
+//! (INTEGER, TEXT, NULL) against literals and bound parameters.
+//! Anything these rules are not sure of comes back as `None`: the query is
+//! then declined and SQLite answers it.
+
+use std::cmp::Ordering;
+
+use pleroma_plane::DimValue;
+use rusqlite::types::Value;
+
+/// Column affinity, from the declared type (SQLite's five rules, in order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Affinity {
+    Integer,
+    Text,
+    /// No declared type, or BLOB.
+    Blob,
+    Real,
+    Numeric,
+}
+
+impl Affinity {
+    pub fn of_decl(decl: &str) -> Affinity {
+        let d = decl.to_ascii_uppercase();
+        if d.contains("INT") {
+            Affinity::Integer
+        } else if d.contains("CHAR") || d.contains("CLOB") || d.contains("TEXT") {
+            Affinity::Text
+        } else if d.contains("BLOB") || d.is_empty() {
+            Affinity::Blob
+        } else if d.contains("REAL") || d.contains("FLOA") || d.contains("DOUB") {
+            Affinity::Real
+        } else {
+            Affinity::Numeric
+        }
+    }
+
+    fn is_numeric(self) -> bool {
+        matches!(self, Affinity::Integer | Affinity::Real | Affinity::Numeric)
+    }
+}
+
+/// The value a literal (or bound parameter, which has no affinity) takes when
+/// compared with a column of affinity `aff`.
+pub(crate) fn convert_operand(aff: Affinity, v: &Value) -> Option<Value> {
+    if crate::mutation::active("wrong_affinity") {
+        return Some(v.clone());
+    }
+    match v {
+        Value::Null => Some(Value::Null),
+        Value::Blob(_) => None,
+        Value::Integer(i) => match aff {
+            Affinity::Text => Some(Value::Text(i.to_string())),
+            _ => Some(Value::Integer(*i)),
+        },
+        Value::Real(r) => match aff {
+            // TEXT affinity would render the real as text; its exact
+            // rendering is SQLite's business.
+            Affinity::Text => None,
+            _ if r.is_finite() => Some(Value::Real(*r)),
+            _ => None,
+        },
+        Value::Text(t) => {
+            if !aff.is_numeric() {
+                return Some(Value::Text(t.clone()));
+            }
+            if let Some(i) = plain_integer(t) {
+                Some(Value::Integer(i))
+            } else if !t.bytes().any(|b| b.is_ascii_digit()) {
+                // No digit: SQLite cannot read it as a number; it stays text.
+                Some(Value::Text(t.clone()))
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// `-?[1-9][0-9]*` or `0` within i64: the texts numeric affinity certainly
+/// turns into that integer.
+fn plain_integer(t: &str) -> Option<i64> {
+    let digits = t.strip_prefix('-').unwrap_or(t);
+    let ok = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'))
+        && !(t.starts_with('-') && digits == "0");
+    if ok {
+        t.parse().ok()
+    } else {
+        None
+    }
+}
+
+pub(crate) fn dim_to_value(v: &DimValue) -> Value {
+    match v {
+        DimValue::Null => Value::Null,
+        DimValue::Int(i) => Value::Integer(*i),
+        DimValue::Text(s) => Value::Text(s.to_string()),
+    }
+}
+
+/// SQLite's sort order (BINARY collation): NULL < numbers < TEXT < BLOB.
+pub(crate) fn sort_cmp(a: &Value, b: &Value) -> Ordering {
+    fn rank(v: &Value) -> u8 {
+        match v {
+            Value::Null => 0,
+            Value::Integer(_) | Value::Real(_) => 1,
+            Value::Text(_) => 2,
+            Value::Blob(_) => 3,
+        }
+    }
+    match (a, b) {
+        (Value::Integer(x), Value::Integer(y)) => x.cmp(y),
+        (Value::Integer(x), Value::Real(y)) => int_real_cmp(*x, *y),
+        (Value::Real(x), Value::Integer(y)) => int_real_cmp(*y, *x).reverse(),
+        (Value::Real(x), Value::Real(y)) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
+        (Value::Text(x), Value::Text(y)) => x.as_bytes().cmp(y.as_bytes()),
+        (Value::Blob(x), Value::Blob(y)) => x.cmp(y),
+        _ => rank(a).cmp(&rank(b)),
+    }
+}
+
+/// A comparison operator's result in SQL's three-valued logic: `None` when
+/// either side is NULL.
+pub(crate) fn sql_cmp(a: &Value, b: &Value) -> Option<Ordering> {
+    if matches!(a, Value::Null) || matches!(b, Value::Null) {
+        None
+    } else {
+        Some(sort_cmp(a, b))
+    }
+}
+
+/// An integer against a real, exactly (as sqlite3IntFloatCompare does).
+fn int_real_cmp(i: i64, r: f64) -> Ordering {
+    if r.is_nan() {
+        return Ordering::Greater;
+    }
+    if r < -9_223_372_036_854_775_808.0 {
+        return Ordering::Greater;
+    }
+    if r >= 9_223_372_036_854_775_808.0 {
+        return Ordering::Less;
+    }
+    let t = r.trunc() as i64;
+    match i.cmp(&t) {
+        Ordering::Equal => {
+            let frac = r - r.trunc();
+            if frac > 0.0 {
+                Ordering::Less
+            } else if frac < 0.0 {
+                Ordering::Greater
+            } else {
+                Ordering::Equal
+            }
+        }
+        o => o,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn affinity_follows_the_declared_type_rules() {
+        assert_eq!(Affinity::of_decl("BIGINT"), Affinity::Integer);
+        assert_eq!(Affinity::of_decl("varchar(10)"), Affinity::Text);
+        assert_eq!(Affinity::of_decl(""), Affinity::Blob);
+        assert_eq!(Affinity::of_decl("DOUBLE"), Affinity::Real);
+        assert_eq!(Affinity::of_decl("DATE"), Affinity::Numeric);
+        // "INT" wins over "CHAR": rule order.
+        assert_eq!(Affinity::of_decl("CHARINT"), Affinity::Integer);
+    }
+
+    #[test]
+    fn numeric_affinity_converts_only_certain_texts() {
+        assert_eq!(convert_operand(Affinity::Integer, &Value::Text("5".into())), Some(Value::Integer(5)));
+        assert_eq!(convert_operand(Affinity::Integer, &Value::Text("abc".into())), Some(Value::Text("abc".into())));
+        assert_eq!(convert_operand(Affinity::Integer, &Value::Text("5.0".into())), None);
+        assert_eq!(convert_operand(Affinity::Integer, &Value::Text("05".into())), None);
+        assert_eq!(convert_operand(Affinity::Text, &Value::Integer(5)), Some(Value::Text("5".into())));
+        assert_eq!(convert_operand(Affinity::Blob, &Value::Text("5".into())), Some(Value::Text("5".into())));
+    }
+
+    #[test]
+    fn integers_and_reals_compare_exactly() {
+        assert_eq!(sort_cmp(&Value::Integer(2), &Value::Real(2.5)), Ordering::Less);
+        assert_eq!(sort_cmp(&Value::Integer(-2), &Value::Real(-2.5)), Ordering::Greater);
+        assert_eq!(sort_cmp(&Value::Integer(i64::MAX), &Value::Real(9.3e18)), Ordering::Less);
+        assert_eq!(sort_cmp(&Value::Integer(3), &Value::Real(3.0)), Ordering::Equal);
+        assert_eq!(sort_cmp(&Value::Integer(3), &Value::Text("1".into())), Ordering::Less);
+    }
+}

@@ -1,0 +1,332 @@
+//! Plane definitions: validation, the catalog table in the database, and
+//! building a plane from the table's rows.
+
+use pleroma_plane::{DimRef, MeasureValue, Plane, PlaneConfig};
+use rusqlite::types::ValueRef;
+use smallvec::SmallVec;
+
+use crate::affinity::Affinity;
+use crate::hook::Shared;
+
+/// The catalog table; one row per attached plane.
+const CATALOG: &str = "pleroma_catalog";
+
+/// What `PRAGMA pleroma_attach` named, with the table's own spelling.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PlaneDef {
+    pub table: String,
+    pub dims: Vec<String>,
+    pub measures: Vec<String>,
+}
+
+/// A plane attached to a table, with what the hook needs to feed it.
+pub(crate) struct PlaneEntry {
+    pub def: PlaneDef,
+    /// Column index in the table of each dimension and measure.
+    pub dim_cols: Vec<i32>,
+    pub meas_cols: Vec<i32>,
+    /// Affinity of each dimension column (for comparisons with literals).
+    pub dim_aff: Vec<Affinity>,
+    /// Every column of the table, in order (for messages).
+    pub columns: Vec<String>,
+    pub plane: Plane,
+    /// Out of service for a reason outside the cells (schema changes).
+    pub broken: Option<String>,
+    pub served: u64,
+    pub declined: u64,
+}
+
+impl PlaneEntry {
+    pub fn out_of_service(&self) -> Option<String> {
+        self.broken.clone().or_else(|| self.plane.fault().map(str::to_owned))
+    }
+}
+
+struct ColumnInfo {
+    name: String,
+    decl: String,
+    hidden: i64,
+}
+
+fn table_columns(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec<ColumnInfo>> {
+    let mut stmt = db.prepare("SELECT name, type, hidden FROM pragma_table_xinfo(?1, 'main')")?;
+    let rows = stmt.query_map([table], |r| Ok(ColumnInfo { name: r.get(0)?, decl: r.get(1)?, hidden: r.get(2)? }))?;
+    rows.collect()
+}
+
+/// The table's own spelling of its name, if it is a table in `main`.
+fn canonical_table(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<Option<String>> {
+    let mut stmt = db.prepare("SELECT name FROM main.sqlite_master WHERE type = 'table' AND name = ?1 COLLATE NOCASE")?;
+    let mut rows = stmt.query([table])?;
+    Ok(match rows.next()? {
+        Some(r) => Some(r.get(0)?),
+        None => None,
+    })
+}
+
+/// Check a definition against the database. Errors name the problem.
+pub(crate) fn validate_def(
+    db: &rusqlite::Connection,
+    table: &str,
+    dims: &[String],
+    measures: &[String],
+) -> Result<PlaneDef, String> {
+    let sql_err = |e: rusqlite::Error| format!("pleroma_attach: {e}");
+    let name = canonical_table(db, table)
+        .map_err(sql_err)?
+        .ok_or_else(|| format!("pleroma_attach: no such table: {table}"))?;
+    if name.eq_ignore_ascii_case(CATALOG) || name.starts_with("sqlite_") {
+        return Err(format!("pleroma_attach: cannot attach a plane to {name}"));
+    }
+    let cols = table_columns(db, &name).map_err(sql_err)?;
+    if cols.iter().any(|c| c.hidden == 2 || c.hidden == 3) {
+        return Err(format!(
+            "pleroma_attach: table {name} has generated columns, which the change hook cannot read"
+        ));
+    }
+    if dims.len() > 6 {
+        return Err(format!(
+            "pleroma_attach: {} dimensions given; at most 6 fit the 64-bit joint key",
+            dims.len()
+        ));
+    }
+    let mut seen: Vec<String> = Vec::new();
+    let mut resolve = |given: &str, role: &str| -> Result<String, String> {
+        let c = cols
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(given))
+            .ok_or_else(|| format!("pleroma_attach: no such column: {name}.{given} (given as a {role})"))?;
+        if seen.iter().any(|s| s.eq_ignore_ascii_case(&c.name)) {
+            return Err(format!("pleroma_attach: column {} is given twice", c.name));
+        }
+        seen.push(c.name.clone());
+        Ok(c.name.clone())
+    };
+    let dims = dims.iter().map(|d| resolve(d, "dimension")).collect::<Result<Vec<_>, _>>()?;
+    let measures = measures.iter().map(|m| resolve(m, "measure")).collect::<Result<Vec<_>, _>>()?;
+    for d in &dims {
+        let decl = &cols.iter().find(|c| &c.name == d).expect("resolved").decl;
+        if Affinity::of_decl(decl) == Affinity::Real {
+            return Err(format!(
+                "pleroma_attach: dimension {d} is declared {decl} (REAL affinity); dimensions hold INTEGER, TEXT or NULL"
+            ));
+        }
+        let (_, coll, ..) = db.column_metadata(Some("main"), name.as_str(), d.as_str()).map_err(sql_err)?;
+        let coll = coll.map(|c| c.to_string_lossy().into_owned()).unwrap_or_else(|| "BINARY".into());
+        if !coll.eq_ignore_ascii_case("BINARY") {
+            return Err(format!("pleroma_attach: dimension {d} has collation {coll}; only BINARY is supported"));
+        }
+    }
+    for m in &measures {
+        let sql = format!(
+            "SELECT typeof({q}) FROM main.{t} WHERE typeof({q}) NOT IN ('integer', 'null') LIMIT 1",
+            q = quote(m),
+            t = quote(&name)
+        );
+        let bad: Option<String> = db.query_row(&sql, [], |r| r.get(0)).map(Some).or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Ok(None),
+            e => Err(sql_err(e)),
+        })?;
+        if let Some(t) = bad {
+            return Err(format!(
+                "pleroma_attach: measure {m} holds {} values; measures hold only INTEGER or NULL",
+                t.to_uppercase()
+            ));
+        }
+    }
+    Ok(PlaneDef { table: name, dims, measures })
+}
+
+pub(crate) fn quote(ident: &str) -> String {
+    format!("\"{}\"", ident.replace('"', "\"\""))
+}
+
+/// Resolve columns and build the plane from the table's rows. Problems
+/// (a missing column, a REAL in a dimension, a dimension over its cap) come
+/// back as an out-of-service entry with the reason.
+pub(crate) fn build_entry(db: &rusqlite::Connection, def: PlaneDef) -> PlaneEntry {
+    let config = PlaneConfig::new(def.dims.clone(), def.measures.clone());
+    let mut entry = PlaneEntry {
+        dim_cols: Vec::new(),
+        meas_cols: Vec::new(),
+        dim_aff: Vec::new(),
+        columns: Vec::new(),
+        plane: Plane::new(config),
+        broken: None,
+        served: 0,
+        declined: 0,
+        def,
+    };
+    if let Err(reason) = resolve_columns(db, &mut entry) {
+        entry.broken = Some(reason);
+        return entry;
+    }
+    if let Err(e) = fill(db, &mut entry) {
+        entry.broken = Some(format!("rebuild failed: {e}"));
+    }
+    entry
+}
+
+/// Find each column's index and affinity; fails if the table or a column
+/// has gone, or if a temp table shadows the table.
+fn resolve_columns(db: &rusqlite::Connection, entry: &mut PlaneEntry) -> Result<(), String> {
+    let t = &entry.def.table;
+    let shadow: bool = db
+        .query_row("SELECT count(*) FROM temp.sqlite_master WHERE type IN ('table','view') AND name = ?1 COLLATE NOCASE", [t], |r| r.get::<_, i64>(0))
+        .map(|n| n > 0)
+        .unwrap_or(false);
+    if shadow {
+        return Err(format!("a temp table {t} shadows main.{t}"));
+    }
+    let cols = table_columns(db, t).map_err(|e| e.to_string())?;
+    if cols.is_empty() {
+        return Err(format!("table {t} no longer exists"));
+    }
+    if cols.iter().any(|c| c.hidden == 2 || c.hidden == 3) {
+        return Err(format!("table {t} has generated columns"));
+    }
+    let idx = |name: &str| -> Result<i32, String> {
+        cols.iter()
+            .position(|c| c.name == name)
+            .map(|i| i as i32)
+            .ok_or_else(|| format!("column {t}.{name} no longer exists"))
+    };
+    entry.dim_cols = entry.def.dims.iter().map(|d| idx(d)).collect::<Result<_, _>>()?;
+    entry.meas_cols = entry.def.measures.iter().map(|m| idx(m)).collect::<Result<_, _>>()?;
+    entry.dim_aff = entry.dim_cols.iter().map(|&i| Affinity::of_decl(&cols[i as usize].decl)).collect();
+    if entry.dim_aff.contains(&Affinity::Real) {
+        return Err("a dimension now has REAL affinity".into());
+    }
+    entry.columns = cols.into_iter().map(|c| c.name).collect();
+    Ok(())
+}
+
+/// Scan the table into an empty plane.
+fn fill(db: &rusqlite::Connection, entry: &mut PlaneEntry) -> rusqlite::Result<()> {
+    let PlaneEntry { def, plane, columns, dim_cols, meas_cols, .. } = entry;
+    let list: Vec<String> = def.dims.iter().chain(&def.measures).map(|c| quote(c)).collect();
+    let sql = if list.is_empty() {
+        format!("SELECT 1 FROM main.{}", quote(&def.table))
+    } else {
+        format!("SELECT {} FROM main.{}", list.join(", "), quote(&def.table))
+    };
+    let nd = def.dims.len();
+    let mut stmt = db.prepare(&sql)?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let r = apply_row(plane, 1, nd, def.measures.len(), |k| row.get_ref(k));
+        if let Err((k, what)) = r {
+            let col = if k < nd { dim_cols[k] } else { meas_cols[k - nd] };
+            let name = columns.get(col as usize).cloned().unwrap_or_default();
+            plane.set_fault(format!("column {name} holds {what}"));
+            break;
+        }
+        if plane.fault().is_some() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Read one row image (dimensions at positions `0..nd`, then measures) and
+/// apply it with `weight`. `Err((position, what))` names a value the plane
+/// cannot hold; the caller faults the plane with it.
+pub(crate) fn apply_row<'a>(
+    plane: &mut Plane,
+    weight: i64,
+    nd: usize,
+    nm: usize,
+    get: impl Fn(usize) -> rusqlite::Result<ValueRef<'a>>,
+) -> Result<(), (usize, String)> {
+    // Inline buffers: nothing is allocated for a value the plane knows.
+    let mut dims: SmallVec<[DimRef<'a>; 8]> = SmallVec::new();
+    let mut meas: SmallVec<[MeasureValue; 8]> = SmallVec::new();
+    for k in 0..nd {
+        dims.push(match get(k) {
+            Ok(ValueRef::Null) => DimRef::Null,
+            Ok(ValueRef::Integer(i)) => DimRef::Int(i),
+            Ok(ValueRef::Text(t)) => match std::str::from_utf8(t) {
+                Ok(s) => DimRef::Text(s),
+                Err(_) => return Err((k, "text that is not UTF-8".into())),
+            },
+            Ok(ValueRef::Real(_)) => return Err((k, "a REAL value (dimensions hold INTEGER, TEXT or NULL)".into())),
+            Ok(ValueRef::Blob(_)) => return Err((k, "a BLOB value (dimensions hold INTEGER, TEXT or NULL)".into())),
+            Err(e) => return Err((k, format!("an unreadable value ({e})"))),
+        });
+    }
+    for k in nd..nd + nm {
+        meas.push(match get(k) {
+            Ok(ValueRef::Null) => MeasureValue::Null,
+            Ok(ValueRef::Integer(i)) => MeasureValue::Int(i),
+            Ok(_) => MeasureValue::Other,
+            Err(e) => return Err((k, format!("an unreadable value ({e})"))),
+        });
+    }
+    // Errors from here on fault the plane, which then says why.
+    if let Ok(key) = plane.encode_ref(&dims) {
+        let _ = plane.apply_encoded(key, weight, &meas);
+    }
+    Ok(())
+}
+
+/// Record a definition in the catalog table.
+pub(crate) fn store(db: &rusqlite::Connection, def: &PlaneDef) -> rusqlite::Result<()> {
+    db.execute_batch(&format!(
+        "CREATE TABLE IF NOT EXISTS main.{CATALOG}(tbl TEXT PRIMARY KEY, dims TEXT NOT NULL, measures TEXT NOT NULL)"
+    ))?;
+    db.execute(
+        &format!("INSERT OR REPLACE INTO main.{CATALOG}(tbl, dims, measures) VALUES (?1, ?2, ?3)"),
+        [&def.table, &def.dims.join(","), &def.measures.join(",")],
+    )?;
+    Ok(())
+}
+
+pub(crate) fn remove(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<()> {
+    db.execute(&format!("DELETE FROM main.{CATALOG} WHERE tbl = ?1"), [table])?;
+    Ok(())
+}
+
+/// The definitions recorded in the database.
+pub(crate) fn load(db: &rusqlite::Connection) -> rusqlite::Result<Vec<PlaneDef>> {
+    if canonical_table(db, CATALOG)?.is_none() {
+        return Ok(Vec::new());
+    }
+    let mut stmt = db.prepare(&format!("SELECT tbl, dims, measures FROM main.{CATALOG} ORDER BY tbl"))?;
+    let split = |s: String| s.split(',').filter(|x| !x.is_empty()).map(str::to_owned).collect::<Vec<_>>();
+    let rows = stmt.query_map([], |r| {
+        Ok(PlaneDef { table: r.get(0)?, dims: split(r.get(1)?), measures: split(r.get(2)?) })
+    })?;
+    rows.collect()
+}
+
+/// Rebuild one plane from its table (after an external write or a failed
+/// statement, or on `pleroma_rebuild`).
+pub(crate) fn rebuild_one(db: &rusqlite::Connection, shared: &mut Shared, table: &str) {
+    if let Some(i) = shared.find(table) {
+        let e = shared.entry_mut(i);
+        let (served, declined) = (e.served, e.declined);
+        let mut fresh = build_entry(db, e.def.clone());
+        fresh.served = served;
+        fresh.declined = declined;
+        *e = fresh;
+    }
+}
+
+pub(crate) fn rebuild_all(db: &rusqlite::Connection, shared: &mut Shared) {
+    for def in shared.defs() {
+        rebuild_one(db, shared, &def.table);
+    }
+}
+
+/// After a schema change: re-read column positions; a plane whose table or
+/// columns went away goes out of service until `pleroma_rebuild`.
+pub(crate) fn reverify_all(db: &rusqlite::Connection, shared: &mut Shared) {
+    for e in shared.entries_mut() {
+        if e.broken.is_some() {
+            continue;
+        }
+        if let Err(reason) = resolve_columns(db, e) {
+            e.broken = Some(format!("{reason}; PRAGMA pleroma_rebuild('{}') after fixing it", e.def.table));
+        }
+    }
+}

@@ -1,0 +1,477 @@
+//! The user-facing connection: every statement passes through here.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use ahash::AHashMap;
+use rusqlite::types::Value;
+
+use crate::catalog;
+use crate::classify::{self, Classified};
+use crate::hook::{self, Shared};
+use crate::pragma::{self, Pragma};
+use crate::route::{Counters, Route, RouteMode};
+use crate::rules::answer_from_cells;
+use crate::split::split_statements;
+use crate::txn::{self, StmtKind, TxnState};
+use crate::{Error, Result};
+
+/// A result set: column names as SQLite names them, and rows of SQLite values.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Rows {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Value>>,
+}
+
+/// A SQLite connection with planes attached.
+pub struct Connection {
+    db: rusqlite::Connection,
+    pub(crate) shared: Arc<Mutex<Shared>>,
+    cache: AHashMap<String, Arc<Classified>>,
+    txn: TxnState,
+    mode: RouteMode,
+    last_route: Route,
+    counters: Counters,
+    /// `PRAGMA data_version` when the planes were last known current.
+    data_version: i64,
+}
+
+impl Connection {
+    /// Open (or create) a database file; planes recorded in its catalog are
+    /// re-attached and rebuilt.
+    pub fn open(path: impl AsRef<Path>) -> Result<Connection> {
+        Connection::wrap(rusqlite::Connection::open(path)?)
+    }
+
+    /// A new in-memory database.
+    pub fn open_in_memory() -> Result<Connection> {
+        Connection::wrap(rusqlite::Connection::open_in_memory()?)
+    }
+
+    /// Wrap an open rusqlite connection (it must not have hooks of its own:
+    /// Pleroma takes the pre-update, commit and rollback hooks).
+    pub fn wrap(mut db: rusqlite::Connection) -> Result<Connection> {
+        crate::sum_exact::register(&db)?;
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        hook::install(&mut db, &shared)?;
+        let mut conn = Connection {
+            db,
+            shared,
+            cache: AHashMap::new(),
+            txn: TxnState::default(),
+            mode: RouteMode::Auto,
+            last_route: Route::engine("no statement yet"),
+            counters: Counters::default(),
+            data_version: 0,
+        };
+        conn.data_version = conn.read_data_version()?;
+        for def in catalog::load(&conn.db)? {
+            let entry = catalog::build_entry(&conn.db, def);
+            conn.lock().add(entry);
+        }
+        Ok(conn)
+    }
+
+    /// The underlying rusqlite connection, for anything Pleroma does not wrap.
+    /// Writes made through it still reach the planes (the hook sees them), but
+    /// transaction control through it bypasses Pleroma's bookkeeping: use
+    /// [`Connection::execute`] for BEGIN/COMMIT/ROLLBACK/SAVEPOINT.
+    pub fn sqlite(&self) -> &rusqlite::Connection {
+        &self.db
+    }
+
+    /// The route the last statement took.
+    pub fn last_route(&self) -> &Route {
+        &self.last_route
+    }
+
+    /// Served and declined counts since the connection opened.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    pub fn route_mode(&self) -> RouteMode {
+        self.mode
+    }
+
+    pub fn set_route_mode(&mut self, mode: RouteMode) {
+        self.mode = mode;
+    }
+
+    /// Run one statement; returns the number of rows it changed.
+    pub fn execute(&mut self, sql: &str, params: &[Value]) -> Result<usize> {
+        let (_, changes) = self.run(sql, params, false)?;
+        Ok(changes)
+    }
+
+    /// Run every statement of `sql` in order, stopping at the first error.
+    pub fn execute_batch(&mut self, sql: &str) -> Result<()> {
+        for stmt in split_statements(sql) {
+            self.run(stmt, &[], false)?;
+        }
+        Ok(())
+    }
+
+    /// Run one statement and return its rows.
+    pub fn query(&mut self, sql: &str, params: &[Value]) -> Result<Rows> {
+        Ok(self.run(sql, params, true)?.0)
+    }
+
+    /// [`Connection::query`] as an Arrow `RecordBatch` (INTEGER → Int64,
+    /// REAL → Float64, TEXT → Utf8, BLOB → Binary; a column mixing storage
+    /// classes becomes Utf8 of SQLite's text rendering).
+    pub fn query_arrow(&mut self, sql: &str, params: &[Value]) -> Result<arrow_array::RecordBatch> {
+        let rows = self.query(sql, params)?;
+        Ok(crate::rules::to_arrow(&rows))
+    }
+
+    pub fn begin(&mut self) -> Result<()> {
+        self.execute("BEGIN", &[]).map(drop)
+    }
+    pub fn commit(&mut self) -> Result<()> {
+        self.execute("COMMIT", &[]).map(drop)
+    }
+    pub fn rollback(&mut self) -> Result<()> {
+        self.execute("ROLLBACK", &[]).map(drop)
+    }
+    pub fn savepoint(&mut self, name: &str) -> Result<()> {
+        self.execute(&format!("SAVEPOINT {}", quote_ident(name)), &[]).map(drop)
+    }
+    pub fn release(&mut self, name: &str) -> Result<()> {
+        self.execute(&format!("RELEASE SAVEPOINT {}", quote_ident(name)), &[]).map(drop)
+    }
+    pub fn rollback_to(&mut self, name: &str) -> Result<()> {
+        self.execute(&format!("ROLLBACK TO SAVEPOINT {}", quote_ident(name)), &[]).map(drop)
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Shared> {
+        // A panic while holding the lock can only come from the hook, which
+        // catches it and faults the plane; the state is still consistent.
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn read_data_version(&self) -> Result<i64> {
+        let mut stmt = self.db.prepare_cached("PRAGMA data_version")?;
+        Ok(stmt.query_row([], |r| r.get(0))?)
+    }
+
+    /// The one path every statement takes.
+    fn run(&mut self, sql: &str, params: &[Value], want_rows: bool) -> Result<(Rows, usize)> {
+        if let Some(p) = pragma::parse(sql) {
+            let p = p.map_err(Error::Pragma)?;
+            self.last_route = Route::engine("pleroma pragma");
+            return self.pragma(p).map(|rows| (rows, 0));
+        }
+        // A SELECT a plane may serve: the cache answers without any parse.
+        if !self.lock().is_empty() {
+            if let Some(rows) = self.try_plane(sql, params)? {
+                return Ok((rows, 0));
+            }
+        } else {
+            self.last_route = Route::engine("no plane attached");
+        }
+        self.run_engine(sql, params, want_rows)
+    }
+
+    /// Try to answer from a plane. `Ok(None)`: run it on SQLite (the route
+    /// and counters already say why).
+    fn try_plane(&mut self, sql: &str, params: &[Value]) -> Result<Option<Rows>> {
+        let class = match self.cache.get(sql) {
+            Some(c) => c.clone(),
+            None => {
+                let c = {
+                    let shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+                    Arc::new(classify::classify(&self.db, &shared, sql))
+                };
+                self.cache.insert(sql.to_owned(), c.clone());
+                c
+            }
+        };
+        let plan = match &*class {
+            Classified::NotSelect => {
+                self.last_route = Route::engine("not a SELECT");
+                return Ok(None);
+            }
+            Classified::Declined(reason) => return self.decline(reason.clone(), None),
+            Classified::Plan(plan) => plan,
+        };
+        if self.mode == RouteMode::Engine {
+            return self.decline("pleroma_route = engine".into(), Some(&plan.table));
+        }
+        self.sync_external()?;
+        let outcome = answer_from_cells::answer(self, plan, params)?;
+        match outcome {
+            answer_from_cells::Outcome::Served(rows, route) => {
+                self.counters.served += 1;
+                self.lock().count(&plan.table, true);
+                self.last_route = route;
+                Ok(Some(rows))
+            }
+            answer_from_cells::Outcome::Declined(reason, route) => {
+                let table = plan.table.clone();
+                let r = self.decline(reason, Some(&table));
+                if let Some(route) = route {
+                    self.last_route.plane_cost = route.plane_cost;
+                    self.last_route.engine_cost = route.engine_cost;
+                }
+                r
+            }
+        }
+    }
+
+    fn decline(&mut self, reason: String, table: Option<&str>) -> Result<Option<Rows>> {
+        if self.mode == RouteMode::Plane {
+            return Err(Error::NotServed(reason));
+        }
+        *self.counters.declined.entry(reason.clone()).or_default() += 1;
+        if let Some(t) = table {
+            self.lock().count(t, false);
+        }
+        self.last_route = Route::engine(reason);
+        self.last_route.table = table.map(str::to_owned);
+        Ok(None)
+    }
+
+    /// A write by another connection or process shows only as a new
+    /// `data_version`: rebuild the planes before any plane answer.
+    pub(crate) fn sync_external(&mut self) -> Result<()> {
+        let v = self.read_data_version()?;
+        if v != self.data_version && !crate::mutation::active("external_write_missed") {
+            let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+            catalog::rebuild_all(&self.db, &mut shared);
+            drop(shared);
+            self.cache.clear();
+        }
+        self.data_version = v;
+        Ok(())
+    }
+
+    /// Run a statement on SQLite, keeping the planes exact through whatever
+    /// SQLite does or undoes.
+    fn run_engine(&mut self, sql: &str, params: &[Value], want_rows: bool) -> Result<(Rows, usize)> {
+        let kind = txn::kind_of(sql);
+        let planes = !self.lock().is_empty();
+        if !planes {
+            let r = exec(&self.db, sql, params, want_rows);
+            if kind.is_schema_change() {
+                self.cache.clear();
+            }
+            return Ok(r?);
+        }
+        let was_auto = self.db.is_autocommit();
+        let before = {
+            let mut s = self.lock();
+            s.begin_statement();
+            s.snapshots()
+        };
+        let result = exec(&self.db, sql, params, want_rows);
+        let now_auto = self.db.is_autocommit();
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        let flags = shared.take_flags();
+        if flags.rolled_back {
+            // SQLite rolled back a whole transaction: the explicit one, or
+            // the statement's own implicit one.
+            let target = if was_auto { Some(before) } else { self.txn.base.take() };
+            if let Some(t) = target {
+                shared.restore(&t);
+            }
+            self.txn.clear();
+        } else if result.is_err() {
+            if flags.events > 0 {
+                if was_auto && now_auto {
+                    if !flags.committed {
+                        shared.restore(&before);
+                    }
+                } else if !crate::mutation::active("ignore_failed_statement") {
+                    // Inside a transaction that goes on: ABORT undid the
+                    // statement's rows, FAIL kept the earlier ones, and no
+                    // hook says which. Resync from the table itself.
+                    catalog::rebuild_all(&self.db, &mut shared);
+                }
+            }
+        } else {
+            match &kind {
+                StmtKind::Begin => self.txn.base = Some(before),
+                StmtKind::Savepoint(name) => {
+                    if was_auto {
+                        self.txn.base = Some(before.clone());
+                    }
+                    self.txn.saves.push((name.clone(), before));
+                }
+                StmtKind::Release(name) => self.txn.release(name),
+                StmtKind::RollbackTo(name) => {
+                    if let Some(snaps) = self.txn.rollback_to(name) {
+                        if !crate::mutation::active("ignore_rollback_to") {
+                            shared.restore(&snaps);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if now_auto {
+            self.txn.clear();
+        }
+        if kind.is_schema_change() {
+            catalog::reverify_all(&self.db, &mut shared);
+            drop(shared);
+            self.cache.clear();
+        } else {
+            drop(shared);
+        }
+        if now_auto {
+            // Our own commits do not move data_version; re-read it so that
+            // only other connections' writes count as external.
+            self.data_version = self.read_data_version()?;
+        }
+        Ok(result?)
+    }
+
+    fn pragma(&mut self, p: Pragma) -> Result<Rows> {
+        match p {
+            Pragma::Attach { table, dims, measures } => {
+                self.require_no_txn("pleroma_attach")?;
+                let def = catalog::validate_def(&self.db, &table, &dims, &measures).map_err(Error::Pragma)?;
+                if self.lock().find(&def.table).is_some() {
+                    return Err(Error::Pragma(format!("pleroma_attach: table {} already has a plane", def.table)));
+                }
+                let entry = catalog::build_entry(&self.db, def.clone());
+                if let Some(reason) = entry.out_of_service() {
+                    return Err(Error::Pragma(format!("pleroma_attach: {reason}")));
+                }
+                catalog::store(&self.db, &def)?;
+                self.lock().add(entry);
+                self.after_catalog_change()?;
+                Ok(Rows::default())
+            }
+            Pragma::Detach { table } => {
+                self.require_no_txn("pleroma_detach")?;
+                let name = self.known_table(&table, "pleroma_detach")?;
+                catalog::remove(&self.db, &name)?;
+                self.lock().remove(&name);
+                self.after_catalog_change()?;
+                Ok(Rows::default())
+            }
+            Pragma::Rebuild { table } => {
+                self.require_no_txn("pleroma_rebuild")?;
+                let name = self.known_table(&table, "pleroma_rebuild")?;
+                let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+                catalog::rebuild_one(&self.db, &mut shared, &name);
+                drop(shared);
+                self.after_catalog_change()?;
+                Ok(Rows::default())
+            }
+            Pragma::Planes => Ok(self.lock().planes_rows()),
+            Pragma::Explain { sql } => self.explain(&sql),
+            Pragma::Route(None) => Ok(Rows {
+                columns: vec!["pleroma_route".into()],
+                rows: vec![vec![Value::Text(
+                    match self.mode {
+                        RouteMode::Auto => "auto",
+                        RouteMode::Engine => "engine",
+                        RouteMode::Plane => "plane",
+                    }
+                    .into(),
+                )]],
+            }),
+            Pragma::Route(Some(mode)) => {
+                self.mode = mode;
+                Ok(Rows::default())
+            }
+        }
+    }
+
+    fn after_catalog_change(&mut self) -> Result<()> {
+        self.cache.clear();
+        self.data_version = self.read_data_version()?;
+        Ok(())
+    }
+
+    fn require_no_txn(&self, what: &str) -> Result<()> {
+        if self.db.is_autocommit() {
+            Ok(())
+        } else {
+            Err(Error::Pragma(format!("{what}: cannot run inside a transaction")))
+        }
+    }
+
+    fn known_table(&self, table: &str, what: &str) -> Result<String> {
+        self.lock()
+            .find(table)
+            .map(|i| self.lock().entry(i).def.table.clone())
+            .ok_or_else(|| Error::Pragma(format!("{what}: table {table} has no plane")))
+    }
+
+    fn explain(&mut self, sql: &str) -> Result<Rows> {
+        let class = {
+            let shared = self.lock();
+            classify::classify(&self.db, &shared, sql)
+        };
+        let (route, reason, plane_cost, engine_cost) = match &class {
+            Classified::NotSelect => ("engine", "not a SELECT".to_owned(), None, None),
+            Classified::Declined(r) => ("engine", r.clone(), None, None),
+            Classified::Plan(plan) => {
+                self.sync_external()?;
+                let est = answer_from_cells::estimate(self, plan);
+                match est {
+                    Ok((pc, ec)) => ("plane", format!("class {}", plan.class), Some(pc), Some(ec)),
+                    Err(r) => ("engine", r, None, None),
+                }
+            }
+        };
+        let f = |v: Option<f64>| v.map(Value::Real).unwrap_or(Value::Null);
+        Ok(Rows {
+            columns: vec!["route".into(), "reason".into(), "plane_cost".into(), "engine_cost".into()],
+            rows: vec![vec![Value::Text(route.into()), Value::Text(reason), f(plane_cost), f(engine_cost)]],
+        })
+    }
+
+    pub(crate) fn db(&self) -> &rusqlite::Connection {
+        &self.db
+    }
+
+    pub(crate) fn mode(&self) -> RouteMode {
+        self.mode
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // rusqlite 0.43 frees the rollback-hook closure before SQLite calls it
+        // while closing with a transaction open: end the transaction and
+        // unregister the hooks first.
+        if !self.db.is_autocommit() {
+            let _ = self.db.execute_batch("ROLLBACK");
+        }
+        hook::uninstall(&mut self.db);
+    }
+}
+
+/// Run one statement on SQLite and collect its rows.
+fn exec(db: &rusqlite::Connection, sql: &str, params: &[Value], want_rows: bool) -> rusqlite::Result<(Rows, usize)> {
+    let mut stmt = db.prepare_cached(sql)?;
+    let columns: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
+    let n = columns.len();
+    let mut out = Rows { columns, rows: Vec::new() };
+    let params = rusqlite::params_from_iter(params.iter());
+    if n == 0 {
+        let changes = stmt.execute(params)?;
+        return Ok((out, changes));
+    }
+    let mut rows = stmt.query(params)?;
+    while let Some(row) = rows.next()? {
+        if want_rows {
+            let mut r = Vec::with_capacity(n);
+            for i in 0..n {
+                r.push(row.get::<_, Value>(i)?);
+            }
+            out.rows.push(r);
+        }
+    }
+    drop(rows);
+    Ok((out, db.changes() as usize))
+}
+
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}

@@ -1,0 +1,20 @@
+//! Errors of the router.
+
+use thiserror::Error;
+
+/// An error from a Pleroma connection. SQLite's own errors pass through
+/// unchanged (`Error::Sqlite`), so a user sees exactly what SQLite says.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    /// A malformed or invalid Pleroma PRAGMA; the message names the problem.
+    #[error("{0}")]
+    Pragma(String),
+    /// `PRAGMA pleroma_route = plane` and the plane cannot serve the query.
+    #[error("pleroma: the plane cannot serve this query: {0}")]
+    NotServed(String),
+    #[error("plane: {0}")]
+    Plane(#[from] pleroma_plane::PlaneError),
+}

@@ -1,0 +1,199 @@
+//! The change hook: SQLite's pre-update, commit and rollback hooks feed the
+//! planes. Everything the hook touches lives in [`Shared`], behind a mutex
+//! that the connection also takes to answer queries.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
+
+use pleroma_plane::Snapshot;
+use rusqlite::hooks::{Action, PreUpdateCase};
+use rusqlite::types::{Value, ValueRef};
+
+use crate::catalog::{apply_row, PlaneDef, PlaneEntry};
+use crate::connection::Rows;
+
+/// Flags the hooks raise during one statement.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Flags {
+    /// Row events applied to a plane.
+    pub events: u64,
+    pub committed: bool,
+    pub rolled_back: bool,
+}
+
+/// The planes of a connection and the hook's flags.
+#[derive(Default)]
+pub(crate) struct Shared {
+    entries: Vec<PlaneEntry>,
+    flags: Flags,
+}
+
+/// One snapshot per plane, in `entries` order.
+pub(crate) type Snapshots = Vec<Snapshot>;
+
+impl Shared {
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+    pub fn add(&mut self, e: PlaneEntry) {
+        self.entries.push(e);
+    }
+    pub fn remove(&mut self, table: &str) {
+        self.entries.retain(|e| !e.def.table.eq_ignore_ascii_case(table));
+    }
+    pub fn find(&self, table: &str) -> Option<usize> {
+        self.entries.iter().position(|e| e.def.table.eq_ignore_ascii_case(table))
+    }
+    pub fn tables(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|e| e.def.table.as_str())
+    }
+    pub fn entry(&self, i: usize) -> &PlaneEntry {
+        &self.entries[i]
+    }
+    pub fn entry_mut(&mut self, i: usize) -> &mut PlaneEntry {
+        &mut self.entries[i]
+    }
+    pub fn entries_mut(&mut self) -> &mut [PlaneEntry] {
+        &mut self.entries
+    }
+    pub fn defs(&self) -> Vec<PlaneDef> {
+        self.entries.iter().map(|e| e.def.clone()).collect()
+    }
+    pub fn count(&mut self, table: &str, served: bool) {
+        if let Some(i) = self.find(table) {
+            let e = &mut self.entries[i];
+            if served {
+                e.served += 1;
+            } else {
+                e.declined += 1;
+            }
+        }
+    }
+    pub fn begin_statement(&mut self) {
+        self.flags = Flags::default();
+    }
+    pub fn take_flags(&mut self) -> Flags {
+        std::mem::take(&mut self.flags)
+    }
+    pub fn snapshots(&self) -> Snapshots {
+        self.entries.iter().map(|e| e.plane.snapshot()).collect()
+    }
+    pub fn restore(&mut self, snaps: &Snapshots) {
+        if snaps.len() != self.entries.len() {
+            // Attach and detach are refused inside transactions, so this
+            // cannot happen; never guess if it does.
+            for e in &mut self.entries {
+                e.plane.set_fault("plane set changed inside a transaction".into());
+            }
+            return;
+        }
+        for (e, s) in self.entries.iter_mut().zip(snaps) {
+            e.plane.restore(s);
+        }
+    }
+
+    /// `PRAGMA pleroma_planes`.
+    pub fn planes_rows(&self) -> Rows {
+        let columns = [
+            "table", "dimensions", "measures", "joint_bits", "cells", "bytes", "rows", "state", "reason", "served",
+            "declined",
+        ];
+        let rows = self
+            .entries
+            .iter()
+            .map(|e| {
+                let p = &e.plane;
+                let dims = e
+                    .def
+                    .dims
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| format!("{d}({} values, {} bits)", p.dict(i).len(), p.dim_bits(i)))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let reason = e.out_of_service();
+                vec![
+                    Value::Text(e.def.table.clone()),
+                    Value::Text(dims),
+                    Value::Text(e.def.measures.join(", ")),
+                    Value::Integer(p.joint_bits() as i64),
+                    Value::Integer(p.cells() as i64),
+                    Value::Integer(p.bytes() as i64),
+                    Value::Integer(p.rows()),
+                    Value::Text(if reason.is_some() { "out of service" } else { "in service" }.into()),
+                    reason.map(Value::Text).unwrap_or(Value::Null),
+                    Value::Integer(e.served as i64),
+                    Value::Integer(e.declined as i64),
+                ]
+            })
+            .collect();
+        Rows { columns: columns.iter().map(|s| s.to_string()).collect(), rows }
+    }
+
+    fn on_change(&mut self, db: &str, table: &str, case: &PreUpdateCase) {
+        if db != "main" {
+            return;
+        }
+        let Some(i) = self.entries.iter().position(|e| e.def.table == table || e.def.table.eq_ignore_ascii_case(table))
+        else {
+            return;
+        };
+        self.flags.events += 1;
+        let entry = &mut self.entries[i];
+        let r = catch_unwind(AssertUnwindSafe(|| match case {
+            PreUpdateCase::Insert(new) => apply(entry, 1, |c| new.get_new_column_value(c)),
+            PreUpdateCase::Delete(old) => {
+                if !crate::mutation::active("missed_delete") {
+                    apply(entry, -1, |c| old.get_old_column_value(c));
+                }
+            }
+            PreUpdateCase::Update { old_value_accessor: old, new_value_accessor: new } => {
+                apply(entry, -1, |c| old.get_old_column_value(c));
+                apply(entry, 1, |c| new.get_new_column_value(c));
+            }
+            PreUpdateCase::Unknown => entry.plane.set_fault("unknown pre-update event".into()),
+        }));
+        if r.is_err() {
+            entry.plane.set_fault("a panic in the change hook".into());
+        }
+    }
+}
+
+/// Feed one row image of an attached table to its plane.
+fn apply<'a>(entry: &mut PlaneEntry, weight: i64, get: impl Fn(i32) -> rusqlite::Result<ValueRef<'a>>) {
+    if entry.broken.is_some() || entry.plane.fault().is_some() {
+        return;
+    }
+    let PlaneEntry { plane, dim_cols, meas_cols, columns, .. } = entry;
+    let nd = dim_cols.len();
+    let col = |k: usize| if k < nd { dim_cols[k] } else { meas_cols[k - nd] };
+    if let Err((k, what)) = apply_row(plane, weight, nd, meas_cols.len(), |k| get(col(k))) {
+        let name = columns.get(col(k) as usize).cloned().unwrap_or_default();
+        plane.set_fault(format!("column {name} received {what}; PRAGMA pleroma_rebuild after fixing the data"));
+    }
+}
+
+/// Register the hooks on `db`, feeding `shared`.
+pub(crate) fn install(db: &mut rusqlite::Connection, shared: &Arc<Mutex<Shared>>) -> rusqlite::Result<()> {
+    let s = shared.clone();
+    db.preupdate_hook(Some(move |_a: Action, db: &str, table: &str, case: &PreUpdateCase| {
+        let mut g = s.lock().unwrap_or_else(|e| e.into_inner());
+        g.on_change(db, table, case);
+    }))?;
+    let s = shared.clone();
+    db.commit_hook(Some(move || {
+        s.lock().unwrap_or_else(|e| e.into_inner()).flags.committed = true;
+        false
+    }))?;
+    let s = shared.clone();
+    db.rollback_hook(Some(move || {
+        s.lock().unwrap_or_else(|e| e.into_inner()).flags.rolled_back = true;
+    }))?;
+    Ok(())
+}
+
+pub(crate) fn uninstall(db: &mut rusqlite::Connection) {
+    let _ = db.preupdate_hook(None::<fn(Action, &str, &str, &PreUpdateCase)>);
+    let _ = db.commit_hook(None::<fn() -> bool>);
+    let _ = db.rollback_hook(None::<fn()>);
+}

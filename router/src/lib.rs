@@ -1,0 +1,43 @@
+//! Pleroma: SQLite with planes attached.
+//!
+//! A [`Connection`] wraps a rusqlite connection (bundled SQLite). Every
+//! statement passes through it: Pleroma's own PRAGMAs are answered here,
+//! SELECTs that a plane can answer exactly are answered from its cells, and
+//! everything else runs on SQLite untouched. The change hook keeps each plane
+//! exact through every write, transaction, savepoint and failed statement.
+//!
+//! ```
+//! use pleroma::{Connection, Value};
+//! let mut db = Connection::open_in_memory()?;
+//! db.execute_batch("CREATE TABLE t(region TEXT, amount INTEGER);
+//!                   INSERT INTO t VALUES ('eu', 5), ('us', 7), ('eu', 1);")?;
+//! db.execute_batch("PRAGMA pleroma_attach('t', 'region', 'amount')")?;
+//! let rows = db.query("SELECT SUM(amount) FROM t WHERE region = ?", &[Value::Text("eu".into())])?;
+//! assert_eq!(rows.rows, vec![vec![Value::Integer(6)]]);
+//! assert_eq!(db.last_route().kind, pleroma::RouteKind::Plane);
+//! # Ok::<(), pleroma::Error>(())
+//! ```
+
+mod affinity;
+mod catalog;
+mod classify;
+mod connection;
+mod error;
+mod ffi;
+mod hook;
+mod pragma;
+mod route;
+mod rules;
+mod split;
+mod sum_exact;
+mod txn;
+pub mod mutation;
+
+pub use connection::{Connection, Rows};
+pub use error::Error;
+pub use route::{Counters, Route, RouteKind, RouteMode};
+pub use rusqlite;
+pub use rusqlite::types::Value;
+
+/// Results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,40 @@
+//! Deliberate bugs for the parity suite's mutation runs. Compiled only with
+//! the `mutations` feature; without it `active` is a constant `false`.
+
+#[cfg(feature = "mutations")]
+mod imp {
+    use std::sync::RwLock;
+
+    static ACTIVE: RwLock<Option<String>> = RwLock::new(None);
+
+    /// Switch on one mutation by name (`None`: none).
+    pub fn set(name: Option<&str>) {
+        *ACTIVE.write().unwrap_or_else(|e| e.into_inner()) = name.map(str::to_owned);
+        pleroma_plane::mutation::set(name);
+    }
+
+    pub fn active(name: &str) -> bool {
+        ACTIVE.read().unwrap_or_else(|e| e.into_inner()).as_deref() == Some(name)
+    }
+}
+
+#[cfg(feature = "mutations")]
+pub use imp::{active, set};
+
+#[cfg(not(feature = "mutations"))]
+#[inline(always)]
+pub(crate) fn active(_name: &str) -> bool {
+    false
+}
+
+/// The router's mutations, by name (the plane's are in `pleroma_plane`).
+pub const ROUTER_MUTATIONS: &[&str] = &[
+    "missed_delete",
+    "ignore_rollback_to",
+    "ignore_failed_statement",
+    "external_write_missed",
+    "wrong_affinity",
+    "null_order",
+    "avg_as_integer_division",
+    "stale_snapshot_after_commit",
+];

@@ -1,0 +1,213 @@
+//! Pleroma's own PRAGMAs. SQLite (and sqlparser) cannot parse a PRAGMA with
+//! several arguments, so this small grammar is ours:
+//!
+//! ```text
+//! PRAGMA pleroma_attach('table', 'dim, dim, ...', 'measure, ...')
+//! PRAGMA pleroma_detach('table')      PRAGMA pleroma_rebuild('table')
+//! PRAGMA pleroma_planes               PRAGMA pleroma_explain('<select>')
+//! PRAGMA pleroma_route [= auto | engine | plane]
+//! ```
+
+use crate::RouteMode;
+
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Pragma {
+    Attach { table: String, dims: Vec<String>, measures: Vec<String> },
+    Detach { table: String },
+    Rebuild { table: String },
+    Planes,
+    Explain { sql: String },
+    Route(Option<RouteMode>),
+}
+
+/// `None`: not a Pleroma PRAGMA (SQLite runs it). `Some(Err)`: a malformed
+/// one, with a message that names the problem.
+pub(crate) fn parse(sql: &str) -> Option<Result<Pragma, String>> {
+    let s = sql.trim().trim_end_matches(';').trim_end();
+    let rest = strip_word(s, "pragma")?;
+    let rest = rest.trim_start();
+    let name_end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    let name = rest[..name_end].to_ascii_lowercase();
+    if !name.starts_with("pleroma_") {
+        return None;
+    }
+    let tail = rest[name_end..].trim();
+    Some(parse_named(&name, tail))
+}
+
+fn parse_named(name: &str, tail: &str) -> Result<Pragma, String> {
+    match name {
+        "pleroma_attach" => {
+            let args = args(name, tail)?;
+            if args.len() != 3 {
+                return Err(format!(
+                    "{name}: expected 3 arguments ('table', 'dimensions', 'measures'), got {}",
+                    args.len()
+                ));
+            }
+            let table = nonempty(name, "table", &args[0])?;
+            Ok(Pragma::Attach { table, dims: list(&args[1]), measures: list(&args[2]) })
+        }
+        "pleroma_detach" | "pleroma_rebuild" => {
+            let args = args(name, tail)?;
+            if args.len() != 1 {
+                return Err(format!("{name}: expected 1 argument ('table'), got {}", args.len()));
+            }
+            let table = nonempty(name, "table", &args[0])?;
+            Ok(if name == "pleroma_detach" { Pragma::Detach { table } } else { Pragma::Rebuild { table } })
+        }
+        "pleroma_planes" => {
+            if !tail.is_empty() {
+                return Err(format!("{name}: takes no arguments"));
+            }
+            Ok(Pragma::Planes)
+        }
+        "pleroma_explain" => {
+            let args = args(name, tail)?;
+            if args.len() != 1 {
+                return Err(format!("{name}: expected 1 argument ('<select>'), got {}", args.len()));
+            }
+            Ok(Pragma::Explain { sql: nonempty(name, "statement", &args[0])? })
+        }
+        "pleroma_route" => {
+            if tail.is_empty() {
+                return Ok(Pragma::Route(None));
+            }
+            let v = if let Some(v) = tail.strip_prefix('=') {
+                v.trim()
+            } else {
+                let a = args(name, tail)?;
+                if a.len() != 1 {
+                    return Err(format!("{name}: expected one of auto, engine, plane"));
+                }
+                return mode(name, &a[0]).map(|m| Pragma::Route(Some(m)));
+            };
+            let v = v.trim_matches(|c| c == '\'' || c == '"');
+            mode(name, v).map(|m| Pragma::Route(Some(m)))
+        }
+        _ => Err(format!(
+            "unknown Pleroma PRAGMA {name} (known: pleroma_attach, pleroma_detach, pleroma_rebuild, \
+             pleroma_planes, pleroma_explain, pleroma_route)"
+        )),
+    }
+}
+
+fn mode(name: &str, v: &str) -> Result<RouteMode, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "auto" => Ok(RouteMode::Auto),
+        "engine" => Ok(RouteMode::Engine),
+        "plane" => Ok(RouteMode::Plane),
+        other => Err(format!("{name}: unknown mode '{other}' (expected auto, engine or plane)")),
+    }
+}
+
+fn strip_word<'a>(s: &'a str, word: &str) -> Option<&'a str> {
+    let head = s.get(..word.len())?;
+    if head.eq_ignore_ascii_case(word) && s[word.len()..].starts_with(|c: char| c.is_whitespace()) {
+        Some(&s[word.len()..])
+    } else {
+        None
+    }
+}
+
+fn nonempty(name: &str, what: &str, v: &str) -> Result<String, String> {
+    let v = v.trim();
+    if v.is_empty() {
+        Err(format!("{name}: the {what} argument is empty"))
+    } else {
+        Ok(v.to_owned())
+    }
+}
+
+fn list(v: &str) -> Vec<String> {
+    v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()
+}
+
+/// `('a', 'b', ...)`: single-quoted strings ('' escapes a quote) separated
+/// by commas.
+fn args(name: &str, tail: &str) -> Result<Vec<String>, String> {
+    let inner = tail
+        .strip_prefix('(')
+        .and_then(|t| t.strip_suffix(')'))
+        .ok_or_else(|| format!("{name}: expected arguments in parentheses, like {name}('...')"))?;
+    let mut out = Vec::new();
+    let mut chars = inner.trim().chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        if chars.next() != Some('\'') {
+            return Err(format!("{name}: each argument must be a single-quoted string"));
+        }
+        let mut s = String::new();
+        loop {
+            match chars.next() {
+                Some('\'') if chars.peek() == Some(&'\'') => {
+                    chars.next();
+                    s.push('\'');
+                }
+                Some('\'') => break,
+                Some(c) => s.push(c),
+                None => return Err(format!("{name}: unterminated string argument")),
+            }
+        }
+        out.push(s);
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        match chars.next() {
+            None => return Ok(out),
+            Some(',') => continue,
+            Some(c) => return Err(format!("{name}: unexpected '{c}' after argument {}", out.len())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_attach_with_lists() {
+        let p = parse("PRAGMA pleroma_attach('t', 'a, b ,c', 'm');").unwrap().unwrap();
+        assert_eq!(
+            p,
+            Pragma::Attach {
+                table: "t".into(),
+                dims: vec!["a".into(), "b".into(), "c".into()],
+                measures: vec!["m".into()]
+            }
+        );
+    }
+
+    #[test]
+    fn zero_dimensions_is_allowed() {
+        let p = parse("pragma PLEROMA_ATTACH('t', '', 'm')").unwrap().unwrap();
+        assert!(matches!(p, Pragma::Attach { dims, .. } if dims.is_empty()));
+    }
+
+    #[test]
+    fn other_pragmas_are_not_ours() {
+        assert!(parse("PRAGMA journal_mode = wal").is_none());
+        assert!(parse("SELECT 1").is_none());
+    }
+
+    #[test]
+    fn malformed_arguments_name_the_problem() {
+        let e = parse("PRAGMA pleroma_attach('t', 'a')").unwrap().unwrap_err();
+        assert!(e.contains("expected 3 arguments"), "{e}");
+        let e = parse("PRAGMA pleroma_attach(t, 'a', 'b')").unwrap().unwrap_err();
+        assert!(e.contains("single-quoted"), "{e}");
+        let e = parse("PRAGMA pleroma_route = fast").unwrap().unwrap_err();
+        assert!(e.contains("unknown mode"), "{e}");
+        let e = parse("PRAGMA pleroma_nope").unwrap().unwrap_err();
+        assert!(e.contains("unknown Pleroma PRAGMA"), "{e}");
+    }
+
+    #[test]
+    fn route_takes_both_forms() {
+        assert_eq!(parse("PRAGMA pleroma_route='plane'").unwrap().unwrap(), Pragma::Route(Some(RouteMode::Plane)));
+        assert_eq!(parse("PRAGMA pleroma_route(engine)").map(|r| r.is_err()), Some(true));
+        assert_eq!(parse("PRAGMA pleroma_route").unwrap().unwrap(), Pragma::Route(None));
+    }
+}

@@ -1,0 +1,192 @@
+//! Transaction bookkeeping: which plane snapshot to go back to when SQLite
+//! undoes work without telling the hook.
+
+use crate::hook::Snapshots;
+
+/// What a statement does to the transaction state, read from its first words.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum StmtKind {
+    Begin,
+    Commit,
+    Rollback,
+    Savepoint(String),
+    Release(String),
+    RollbackTo(String),
+    /// CREATE, DROP, ALTER, VACUUM, ATTACH, DETACH, REINDEX.
+    Schema,
+    Other,
+}
+
+impl StmtKind {
+    pub fn is_schema_change(&self) -> bool {
+        matches!(self, StmtKind::Schema)
+    }
+}
+
+/// The snapshots of an open transaction: at its start, and per savepoint.
+#[derive(Default)]
+pub(crate) struct TxnState {
+    pub base: Option<Snapshots>,
+    pub saves: Vec<(String, Snapshots)>,
+}
+
+impl TxnState {
+    pub fn clear(&mut self) {
+        self.base = None;
+        self.saves.clear();
+    }
+
+    /// RELEASE: drop the newest savepoint of that name and all above it.
+    pub fn release(&mut self, name: &str) {
+        if let Some(i) = self.saves.iter().rposition(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            self.saves.truncate(i);
+        }
+    }
+
+    /// ROLLBACK TO: the savepoint stays; those above it go.
+    pub fn rollback_to(&mut self, name: &str) -> Option<Snapshots> {
+        let i = self.saves.iter().rposition(|(n, _)| n.eq_ignore_ascii_case(name))?;
+        self.saves.truncate(i + 1);
+        Some(self.saves[i].1.clone())
+    }
+}
+
+pub(crate) fn kind_of(sql: &str) -> StmtKind {
+    let mut words = Words::new(sql);
+    let Some(first) = words.next() else { return StmtKind::Other };
+    match first.to_ascii_uppercase().as_str() {
+        "BEGIN" => StmtKind::Begin,
+        "COMMIT" | "END" => StmtKind::Commit,
+        "ROLLBACK" => {
+            let mut w = words.next();
+            if w.as_deref().is_some_and(|w| w.eq_ignore_ascii_case("TRANSACTION")) {
+                w = words.next();
+            }
+            match w {
+                Some(t) if t.eq_ignore_ascii_case("TO") => {
+                    let mut n = words.next();
+                    if n.as_deref().is_some_and(|w| w.eq_ignore_ascii_case("SAVEPOINT")) {
+                        n = words.next();
+                    }
+                    StmtKind::RollbackTo(n.unwrap_or_default())
+                }
+                _ => StmtKind::Rollback,
+            }
+        }
+        "SAVEPOINT" => StmtKind::Savepoint(words.next().unwrap_or_default()),
+        "RELEASE" => {
+            let mut n = words.next();
+            if n.as_deref().is_some_and(|w| w.eq_ignore_ascii_case("SAVEPOINT")) {
+                n = words.next();
+            }
+            StmtKind::Release(n.unwrap_or_default())
+        }
+        "CREATE" | "DROP" | "ALTER" | "VACUUM" | "ATTACH" | "DETACH" | "REINDEX" => StmtKind::Schema,
+        _ => StmtKind::Other,
+    }
+}
+
+/// Words of a statement: identifiers (quoted ones unquoted), skipping
+/// comments. Enough for the first few keywords and a savepoint name.
+struct Words<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Words<'a> {
+    fn new(sql: &'a str) -> Self {
+        Words { s: sql.as_bytes(), i: 0 }
+    }
+}
+
+impl Iterator for Words<'_> {
+    type Item = String;
+    fn next(&mut self) -> Option<String> {
+        let s = self.s;
+        loop {
+            while self.i < s.len() && (s[self.i].is_ascii_whitespace() || s[self.i] == b';') {
+                self.i += 1;
+            }
+            if s[self.i..].starts_with(b"--") {
+                while self.i < s.len() && s[self.i] != b'\n' {
+                    self.i += 1;
+                }
+            } else if s[self.i..].starts_with(b"/*") {
+                self.i += 2;
+                while self.i < s.len() && !s[self.i..].starts_with(b"*/") {
+                    self.i += 1;
+                }
+                self.i = (self.i + 2).min(s.len());
+            } else {
+                break;
+            }
+        }
+        if self.i >= s.len() {
+            return None;
+        }
+        let c = s[self.i];
+        let close = match c {
+            b'"' => Some(b'"'),
+            b'`' => Some(b'`'),
+            b'[' => Some(b']'),
+            b'\'' => Some(b'\''),
+            _ => None,
+        };
+        if let Some(close) = close {
+            let mut out = Vec::new();
+            self.i += 1;
+            while self.i < s.len() {
+                if s[self.i] == close {
+                    if close != b']' && s.get(self.i + 1) == Some(&close) {
+                        out.push(close);
+                        self.i += 2;
+                        continue;
+                    }
+                    self.i += 1;
+                    break;
+                }
+                out.push(s[self.i]);
+                self.i += 1;
+            }
+            return Some(String::from_utf8_lossy(&out).into_owned());
+        }
+        let start = self.i;
+        while self.i < s.len() && !s[self.i].is_ascii_whitespace() && s[self.i] != b';' && s[self.i] != b'(' {
+            self.i += 1;
+        }
+        if self.i == start {
+            self.i += 1;
+        }
+        Some(String::from_utf8_lossy(&s[start..self.i]).into_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_transaction_control() {
+        assert_eq!(kind_of(" begin immediate"), StmtKind::Begin);
+        assert_eq!(kind_of("END TRANSACTION"), StmtKind::Commit);
+        assert_eq!(kind_of("rollback"), StmtKind::Rollback);
+        assert_eq!(kind_of("ROLLBACK TRANSACTION TO SAVEPOINT \"a b\""), StmtKind::RollbackTo("a b".into()));
+        assert_eq!(kind_of("rollback to s1"), StmtKind::RollbackTo("s1".into()));
+        assert_eq!(kind_of("/* x */ SAVEPOINT s2;"), StmtKind::Savepoint("s2".into()));
+        assert_eq!(kind_of("RELEASE s2"), StmtKind::Release("s2".into()));
+        assert_eq!(kind_of("drop table t"), StmtKind::Schema);
+        assert_eq!(kind_of("INSERT INTO t VALUES(1)"), StmtKind::Other);
+    }
+
+    #[test]
+    fn savepoints_nest_and_release() {
+        let mut t = TxnState::default();
+        t.saves.push(("a".into(), vec![]));
+        t.saves.push(("b".into(), vec![]));
+        t.saves.push(("a".into(), vec![]));
+        assert!(t.rollback_to("B").is_some());
+        assert_eq!(t.saves.len(), 2);
+        t.release("a");
+        assert!(t.saves.is_empty());
+    }
+}
