@@ -287,6 +287,10 @@ fn plan(shared: &Shared, sql: &str, columns: Vec<String>, param_count: usize) ->
     if b.aggs.is_empty() && b.group_by.is_empty() {
         return Err("a row list (no aggregate, no GROUP BY)".into());
     }
+    if b.aggs.is_empty() {
+        // A bare GROUP BY lists the non-empty groups: count them.
+        b.aggs.push(AggFn::CountStar);
+    }
     // HAVING.
     let having = match &sel.having {
         Some(h) => {
