@@ -357,6 +357,16 @@ impl<'a> Groups<'a> {
 /// is unknown (the groups' MIN/MAX are then not to be trusted). Checks the
 /// dimension and measure indexes; the caller checks fault and foreign values.
 pub(crate) fn run(st: &State, q: &SliceQuery) -> Result<(SliceResult, UnknownCells), PlaneError> {
+    run_as(st, q, None)
+}
+
+/// [`run`], with the choice between probing keys (`Some(true)`) and
+/// scanning cells (`Some(false)`) forced for tests.
+fn run_as(
+    st: &State,
+    q: &SliceQuery,
+    probe: Option<bool>,
+) -> Result<(SliceResult, UnknownCells), PlaneError> {
     let (nd, nm) = (st.dicts.len(), st.foreign.len());
     let bad_dim = |index| PlaneError::BadIndex {
         what: "dimension",
@@ -428,7 +438,7 @@ pub(crate) fn run(st: &State, q: &SliceQuery) -> Result<(SliceResult, UnknownCel
         // A probe by key costs about one slot of a dense scan, and about
         // four cells of a sparse scan (a hash lookup against a walk).
         let probe_weight = if st.cells.is_dense() { 1 } else { 4 };
-        if product * probe_weight * 2 <= st.cells.scan_cost() as u128 {
+        if probe.unwrap_or(product * probe_weight * 2 <= st.cells.scan_cost() as u128) {
             enumerate(&lists, layout, |key| {
                 visited += 1;
                 if let Some((count, stats)) = st.cells.get(key) {
@@ -470,6 +480,191 @@ fn enumerate(lists: &[Vec<Code>], layout: &Layout, mut f: impl FnMut(JointKey)) 
             }
             at[d] = 0;
             d += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::{DimValue, MeasureValue, Plane, PlaneConfig};
+
+    fn plane(nd: usize, rows: &[(Vec<i64>, i64)]) -> Plane {
+        let mut p = Plane::new(PlaneConfig::new(
+            (0..nd).map(|d| format!("d{d}")).collect(),
+            vec!["m".into()],
+        ));
+        for (dims, m) in rows {
+            let dims: Vec<DimValue> = dims
+                .iter()
+                .map(|&v| {
+                    if v < 0 {
+                        DimValue::Null
+                    } else {
+                        DimValue::Int(v)
+                    }
+                })
+                .collect();
+            p.insert(&dims, &[MeasureValue::Int(*m)]).unwrap();
+        }
+        p
+    }
+
+    fn all(p: &Plane, filter: Pred, group_by: Vec<usize>) -> SliceQuery {
+        let nd = p.config().dims.len();
+        let mut aggs = vec![
+            Agg::CountStar,
+            Agg::Count(0),
+            Agg::Sum(0),
+            Agg::Min(0),
+            Agg::Max(0),
+        ];
+        aggs.extend((0..nd).map(Agg::CountDistinct));
+        SliceQuery {
+            filter,
+            group_by,
+            aggs,
+        }
+    }
+
+    fn eq(dim: usize, code: usize) -> Pred {
+        let mut truth = vec![Truth::False; code + 1];
+        truth[code] = Truth::True;
+        Pred::Leaf { dim, truth }
+    }
+
+    #[test]
+    fn an_equality_filter_visits_only_its_slice() {
+        let rows: Vec<(Vec<i64>, i64)> = (0..4096)
+            .map(|i| (vec![i % 16, i / 16 % 16, i / 256], i))
+            .collect();
+        let p = plane(3, &rows);
+        let r = p.slice(&all(&p, eq(1, 3), vec![])).unwrap();
+        assert_eq!(r.cells_visited, 256);
+        assert_eq!(r.groups[0].values[0], AggValue::Count(256));
+        let both = Pred::And(vec![eq(0, 5), Pred::And(vec![eq(2, 7), eq(2, 7)])]);
+        let r = p.slice(&all(&p, both, vec![1])).unwrap();
+        assert_eq!((r.cells_visited, r.groups.len()), (16, 16));
+    }
+
+    #[test]
+    fn empty_slices_have_one_group_without_group_by_and_none_with_it() {
+        let p = plane(2, &[]);
+        let r = p.slice(&all(&p, Pred::Const(Truth::True), vec![])).unwrap();
+        assert_eq!(
+            r.groups,
+            vec![Group {
+                key: vec![],
+                values: vec![
+                    AggValue::Count(0),
+                    AggValue::Count(0),
+                    AggValue::Sum {
+                        nn: 0,
+                        pos: 0,
+                        neg: 0
+                    },
+                    AggValue::Min(None),
+                    AggValue::Max(None),
+                    AggValue::Count(0),
+                    AggValue::Count(0),
+                ]
+            }]
+        );
+        assert!(p
+            .slice(&all(&p, Pred::Const(Truth::True), vec![0]))
+            .unwrap()
+            .groups
+            .is_empty());
+        let p = plane(2, &[(vec![1, 2], 3)]);
+        let r = p.slice(&all(&p, Pred::Const(Truth::Null), vec![])).unwrap();
+        assert_eq!(
+            (r.groups[0].values[0], r.cells_visited),
+            (AggValue::Count(0), 0)
+        );
+        assert!(
+            p.slice(&all(&p, eq(0, 1), vec![1]))
+                .unwrap()
+                .groups
+                .is_empty(),
+            "code 1 is not in the dictionary"
+        );
+    }
+
+    #[test]
+    fn count_distinct_skips_null() {
+        let p = plane(
+            2,
+            &[
+                (vec![-1, 0], 1),
+                (vec![4, 0], 1),
+                (vec![5, 1], 1),
+                (vec![4, 1], 1),
+            ],
+        );
+        let q = SliceQuery {
+            filter: Pred::Const(Truth::True),
+            group_by: vec![1],
+            aggs: vec![Agg::CountDistinct(0)],
+        };
+        let mut groups: Vec<(Vec<Code>, AggValue)> = p
+            .slice(&q)
+            .unwrap()
+            .groups
+            .into_iter()
+            .map(|g| (g.key, g.values[0]))
+            .collect();
+        groups.sort_by_key(|g| g.0.clone());
+        assert_eq!(
+            groups,
+            vec![(vec![0], AggValue::Count(1)), (vec![1], AggValue::Count(2))]
+        );
+    }
+
+    fn pred(nd: usize) -> impl Strategy<Value = Pred> {
+        let truth = prop_oneof![Just(Truth::True), Just(Truth::False), Just(Truth::Null)];
+        let leaf = prop_oneof![
+            (0..nd, vec(truth, 0..10)).prop_map(|(dim, truth)| Pred::Leaf { dim, truth }),
+            (0..nd, 0usize..10).prop_map(|(d, c)| eq(d, c)),
+        ];
+        leaf.prop_recursive(2, 8, 3, |inner| {
+            prop_oneof![
+                inner.clone().prop_map(|p| Pred::Not(Box::new(p))),
+                vec(inner.clone(), 0..4).prop_map(Pred::And),
+                vec(inner, 0..3).prop_map(Pred::Or),
+            ]
+        })
+    }
+
+    fn sorted(r: SliceResult) -> Vec<Group> {
+        let mut g = r.groups;
+        g.sort_by(|a, b| a.key.cmp(&b.key));
+        g
+    }
+
+    proptest! {
+        #[test]
+        fn probing_keys_equals_scanning_cells(
+            (nd, rows, filter, group_by) in (1usize..=4).prop_flat_map(|nd| (
+                Just(nd),
+                vec((vec(-1i64..9, nd), -5i64..5), 0..80),
+                pred(nd),
+                vec(0..nd, 0..=2),
+            )),
+            deletes in 0usize..20,
+        ) {
+            let mut p = plane(nd, &rows);
+            for (dims, m) in rows.iter().take(deletes) {
+                let dims: Vec<DimValue> = dims.iter().map(|&v| if v < 0 { DimValue::Null } else { DimValue::Int(v) }).collect();
+                p.delete(&dims, &[MeasureValue::Int(*m)]).unwrap();
+            }
+            let q = all(&p, filter, group_by);
+            let probe = run_as(&p.state, &q, Some(true)).unwrap();
+            let scan = run_as(&p.state, &q, Some(false)).unwrap();
+            prop_assert_eq!(&probe.1, &scan.1);
+            prop_assert_eq!(sorted(probe.0), sorted(scan.0));
         }
     }
 }
