@@ -1,0 +1,156 @@
+//! `pleroma demo`: the ledger of the benchmarks, its 16 queries on plain
+//! SQLite and through Pleroma side by side, and a check that every answer
+//! is the same.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use pleroma::{rusqlite, Connection, RouteKind, Value};
+use pleroma_benches::{gen, ledger};
+
+/// Each query runs this many times on each side; the median is shown.
+const RUNS: usize = 3;
+const SEED: u64 = 42;
+
+pub(crate) fn run(rows: u64, db: Option<PathBuf>) -> Result<ExitCode> {
+    match db {
+        Some(path) => race(rows, &path),
+        None => {
+            let path = std::env::temp_dir().join(format!("pleroma-demo-{}.db", std::process::id()));
+            let result = race(rows, &path);
+            for suffix in ["", "-journal", "-wal", "-shm"] {
+                let mut p = path.clone().into_os_string();
+                p.push(suffix);
+                let _ = std::fs::remove_file(p);
+            }
+            result
+        }
+    }
+}
+
+fn race(rows: u64, path: &Path) -> Result<ExitCode> {
+    let plain = rusqlite::Connection::open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    let has_ledger: bool = plain.query_row(
+        "SELECT count(*) = 2 FROM sqlite_schema WHERE type = 'table' AND name IN ('invoices', 'customers')",
+        [],
+        |r| r.get(0),
+    )?;
+    if has_ledger {
+        let n: i64 = plain.query_row("SELECT count(*) FROM invoices", [], |r| r.get(0))?;
+        println!(
+            "Using the ledger already in {} ({n} invoices).",
+            path.display()
+        );
+    } else {
+        println!(
+            "Building the ledger: {rows} invoices, {} customers, in {}",
+            (rows / 50).max(1),
+            path.display()
+        );
+        let t = Instant::now();
+        plain.execute_batch(gen::FAST_LOAD)?;
+        ledger::create_and_load(&plain, rows, SEED, true)?;
+        println!("  loaded in {:.1} s", t.elapsed().as_secs_f64());
+    }
+
+    let mut conn = Connection::open(path)?;
+    let attached = conn
+        .query("PRAGMA pleroma_planes", &[])?
+        .rows
+        .iter()
+        .any(|r| r.first() == Some(&text("invoices")));
+    if attached {
+        println!("The plane on invoices is already attached (rebuilt on open).");
+    } else {
+        let t = Instant::now();
+        conn.execute(ledger::PLANE_PRAGMA, &[])?;
+        println!("{};  -- {:.1} ms", ledger::PLANE_PRAGMA, ms(t.elapsed()));
+    }
+
+    println!("\nEach query {RUNS} times on each side; median times.\n");
+    println!(
+        "{:<30} {:<7} {:>10} {:>11} {:>9}  answers",
+        "query", "route", "SQLite ms", "Pleroma ms", "speed-up"
+    );
+    let mut mismatches = 0;
+    let mut served = 0;
+    for (name, sql) in ledger::QUERIES {
+        let (want, sqlite_t) = timed(|| sqlite_rows(&plain, sql))?;
+        let (got, pleroma_t) = timed(|| Ok(conn.query(sql, &[])?.rows))?;
+        let route = conn.last_route().kind;
+        let same = same_answer(&want, &got, sql);
+        if !same {
+            mismatches += 1;
+        }
+        if route != RouteKind::Engine {
+            served += 1;
+        }
+        println!(
+            "{name:<30} {route:<7} {:>10.3} {:>11.3} {:>8.0}x  {}",
+            ms(sqlite_t),
+            ms(pleroma_t),
+            ms(sqlite_t) / ms(pleroma_t).max(1e-6),
+            if same { "same" } else { "DIFFERENT" }
+        );
+    }
+    println!(
+        "\n{} queries: {served} answered by the plane, {} declined to SQLite; {}",
+        ledger::QUERIES.len(),
+        ledger::QUERIES.len() - served,
+        if mismatches == 0 {
+            "every answer identical.".to_owned()
+        } else {
+            format!("{mismatches} DIFFERENT answers.")
+        }
+    );
+    Ok(if mismatches == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn text(s: &str) -> Value {
+    Value::Text(s.to_owned())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Run `f` [`RUNS`] times; its last answer and the median time.
+fn timed(mut f: impl FnMut() -> Result<Vec<Vec<Value>>>) -> Result<(Vec<Vec<Value>>, Duration)> {
+    let mut times = Vec::with_capacity(RUNS);
+    let mut rows = Vec::new();
+    for _ in 0..RUNS {
+        let t = Instant::now();
+        rows = f()?;
+        times.push(t.elapsed());
+    }
+    times.sort();
+    Ok((rows, times[RUNS / 2]))
+}
+
+fn sqlite_rows(db: &rusqlite::Connection, sql: &str) -> Result<Vec<Vec<Value>>> {
+    let mut stmt = db.prepare_cached(sql)?;
+    let n = stmt.column_count();
+    let rows = stmt.query_map([], |r| (0..n).map(|i| r.get::<_, Value>(i)).collect())?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The same rows, values and storage classes; in the same order where the
+/// query has an ORDER BY.
+fn same_answer(a: &[Vec<Value>], b: &[Vec<Value>], sql: &str) -> bool {
+    if sql.to_ascii_uppercase().contains("ORDER BY") {
+        return a == b;
+    }
+    let key = |rows: &[Vec<Value>]| {
+        let mut k: Vec<String> = rows.iter().map(|r| format!("{r:?}")).collect();
+        k.sort();
+        k
+    };
+    key(a) == key(b)
+}

@@ -1,0 +1,112 @@
+#![doc = include_str!("../../../README.md")]
+
+mod complete;
+mod demo;
+mod format;
+mod import;
+mod session;
+mod shell;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::session::{Flow, Session};
+
+/// Pleroma: an exact, live OLAP cube for SQLite.
+#[derive(Parser)]
+#[command(name = "pleroma", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build the ledger, attach a plane, and run its 16 queries on plain
+    /// SQLite and through Pleroma, side by side.
+    Demo {
+        /// Invoices to generate.
+        #[arg(long, default_value_t = 1_000_000)]
+        rows: u64,
+        /// Keep the ledger in this file (reused if it already holds one);
+        /// without it a temporary file is used and removed.
+        #[arg(long)]
+        db: Option<PathBuf>,
+    },
+    /// An interactive SQL shell, like `sqlite3`; reads standard input as a
+    /// script when it is not a terminal.
+    Shell {
+        /// The database file (created if missing); in memory if omitted.
+        path: Option<PathBuf>,
+    },
+    /// Run SQL (and dot-commands such as `.mode csv`) and print the results
+    /// in list mode; stops at the first error.
+    Sql {
+        /// The database file (created if missing).
+        path: PathBuf,
+        /// Each argument holds one or more statements, or one dot-command.
+        #[arg(required = true)]
+        sql: Vec<String>,
+    },
+    /// Load a CSV (with a header row) or Parquet file into a table, in one
+    /// transaction: on any bad row nothing is loaded.
+    ///
+    /// The table is created if missing, with the file's columns and
+    /// inferred types (INTEGER, REAL or TEXT). In CSV an empty field is NULL.
+    Import {
+        /// The database file (created if missing).
+        path: PathBuf,
+        /// The table to load into.
+        table: String,
+        /// A `.csv` or `.parquet` file.
+        file: PathBuf,
+    },
+    /// The benchmark harness; `pleroma bench --help` lists its workloads.
+    #[command(disable_help_flag = true)]
+    Bench {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+/// The `pleroma` program.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo { rows, db } => demo::run(rows, db),
+        Command::Shell { path } => shell::run(path.as_deref()),
+        Command::Sql { path, sql } => run_sql(path, &sql),
+        Command::Import { path, table, file } => {
+            import::run(&path, &table, &file).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Bench { args } => pleroma_benches::run_cli(args).map(|()| ExitCode::SUCCESS),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("Error: {e:#}");
+        ExitCode::FAILURE
+    })
+}
+
+/// `pleroma sql`: like `sqlite3 DB 'SQL' ...`, stopping at the first error.
+fn run_sql(path: PathBuf, args: &[String]) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    let mut s = Session::open(Some(&path))?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for arg in args {
+        if arg.trim_start().starts_with('.') {
+            if let Flow::Exit(code) = s.dot(arg, &mut out)? {
+                return Ok(ExitCode::from(code));
+            }
+        } else {
+            s.run_sql(arg, None, &mut out)?;
+        }
+        if s.errors > 0 {
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
