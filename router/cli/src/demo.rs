@@ -84,15 +84,27 @@ fn race(rows: u64, path: &Path) -> Result<ExitCode> {
         let same = same_answer(&want, &got, sql);
         if !same {
             mismatches += 1;
+            let head = |r: &[Vec<Value>]| format!("{:?}", &r[..r.len().min(5)]);
+            eprintln!(
+                "{name}: SQLite answered {} but Pleroma {}",
+                head(&want),
+                head(&got)
+            );
         }
         if route != RouteKind::Engine {
             served += 1;
         }
+        let speedup = ms(sqlite_t) / ms(pleroma_t).max(1e-6);
         println!(
-            "{name:<30} {route:<7} {:>10.3} {:>11.3} {:>8.0}x  {}",
+            "{name:<30} {:<7} {:>10.3} {:>11.3} {:>8}  {}",
+            route.as_str(),
             ms(sqlite_t),
             ms(pleroma_t),
-            ms(sqlite_t) / ms(pleroma_t).max(1e-6),
+            if speedup < 10.0 {
+                format!("{speedup:.1}x")
+            } else {
+                format!("{speedup:.0}x")
+            },
             if same { "same" } else { "DIFFERENT" }
         );
     }

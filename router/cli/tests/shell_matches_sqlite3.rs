@@ -1,0 +1,92 @@
+//! `pleroma shell DB < script` prints what `sqlite3 DB < script` prints:
+//! the same list output (NULL as empty, REALs as SQLite renders them), the
+//! same error lines on standard error, and the same exit code.
+
+mod common;
+
+use common::{have_sqlite3, run, shell};
+
+const SETUP: &str = "\
+CREATE TABLE t(id INTEGER PRIMARY KEY, region TEXT, qty INTEGER, price REAL, note);
+INSERT INTO t VALUES
+  (1, 'north', 3, 1.5, NULL),
+  (2, 'south', NULL, 0.1, 'a|b'),
+  (3, 'north', 7, 1e20, 'x'),
+  (4, NULL, 2, 100.0, ''),
+  (5, 'east', -1, -2.25, x'41'),
+  (6, 'south', 9223372036854775807, 123456789012345678.0, 1e-5);
+";
+
+/// Statements whose output both programs must print the same way.
+const QUERIES: &str = "\
+SELECT * FROM t;
+SELECT region, COUNT(*), SUM(qty), AVG(price), TOTAL(price) FROM t GROUP BY region ORDER BY region;
+  SELECT 1.0 / 3, 2.0 * 3, 1e-7, 0.1 + 0.2, -0.0, 'two
+lines';
+-- a comment line, then two statements on one line
+SELECT COUNT(*) FROM t; SELECT typeof(price) FROM t WHERE id = 1;
+SELECT * FROM missing;
+SELEC 1;
+SELECT 'after errors', 1;
+INSERT INTO t(id) VALUES (1);
+UPDATE t SET qty = qty + 1 WHERE region = 'north';
+SELECT id, qty FROM t WHERE region = 'north' ORDER BY id;
+SELECT 'one'; SELECT nope FROM t; SELECT 'skipped';
+.mode csv
+SELECT * FROM t ORDER BY id;
+.headers on
+.mode list
+SELECT region, qty FROM t ORDER BY id LIMIT 2;
+SELECT region FROM t WHERE 0;
+SELECT 'no semicolon at the end'
+";
+
+#[test]
+fn shell_output_matches_sqlite3() {
+    if !have_sqlite3() {
+        println!("skipped: the sqlite3 program is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("sqlite3.db"), dir.path().join("pleroma.db"));
+    let script = format!("{SETUP}{QUERIES}");
+    let want = run("sqlite3", &[a.to_str().unwrap()], &script);
+    let got = shell(&b, &script);
+    assert_eq!(got.stdout, want.stdout, "standard output differs");
+    assert_eq!(got.stderr, want.stderr, "standard error differs");
+    assert_eq!(got.code, want.code, "exit code differs");
+    assert_eq!(got.code, Some(1), "errors in a script make the exit code 1");
+}
+
+#[test]
+fn shell_output_with_a_plane_matches_sqlite3() {
+    if !have_sqlite3() {
+        println!("skipped: the sqlite3 program is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("sqlite3.db"), dir.path().join("pleroma.db"));
+    let setup = SETUP.replace("9223372036854775807", "40");
+    assert_eq!(run("sqlite3", &[a.to_str().unwrap()], &setup).code, Some(0));
+    let attach = format!("{setup}PRAGMA pleroma_attach('t', 'region', 'qty');\n");
+    let r = shell(&b, &attach);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let queries = "\
+SELECT COUNT(*), SUM(qty), MIN(qty), MAX(qty), AVG(qty), TOTAL(qty) FROM t;
+SELECT region, COUNT(*), SUM(qty), AVG(qty) FROM t GROUP BY region ORDER BY region;
+SELECT COUNT(qty) FROM t WHERE region IN ('north', 'east') OR region IS NULL;
+SELECT region, SUM(qty) FROM t GROUP BY region HAVING SUM(qty) > 5 ORDER BY 2 DESC;
+SELECT COUNT(DISTINCT region) FROM t WHERE qty IS NOT NULL;
+INSERT INTO t(id, region, qty) VALUES (10, 'west', 5);
+SELECT region, SUM(qty) FROM t GROUP BY region ORDER BY region;
+";
+    let want = run("sqlite3", &[a.to_str().unwrap()], queries);
+    let got = shell(&b, queries);
+    assert_eq!(got.stdout, want.stdout, "standard output differs");
+    assert_eq!(got.stderr, want.stderr, "standard error differs");
+    assert_eq!(got.code, want.code);
+    // And the plane did answer: the first query again, then the counters.
+    let first = queries.lines().next().unwrap();
+    let r = shell(&b, &format!("{first}\n.stats\n"));
+    assert!(r.stdout.contains("served by a plane: 1\n"), "{}", r.stdout);
+}
