@@ -33,7 +33,10 @@ pub(crate) const MAX_UNKNOWN: u8 = 2;
 /// is at most every value of the cell (and equal to the smallest one unless
 /// `MIN_UNKNOWN`), `max` likewise from above: a deleted extremum leaves a
 /// bound that later inserts can make exact again.
+///
+/// Aligned to a cache line: a slice reads one line per measure and cell.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(align(64))]
 pub(crate) struct Stat {
     /// Exact sum of the positive values.
     pub pos: i128,

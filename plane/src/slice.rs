@@ -167,64 +167,102 @@ impl Pred {
 }
 
 /// Grouped accumulators for one slice.
-struct Groups<'a> {
-    aggs: &'a [Agg],
-    layout: &'a Layout,
-    null_codes: Vec<Option<Code>>,
-    /// Distinct group-by dimensions and their offsets in the group key.
-    gdims: Vec<(usize, u32)>,
+struct Groups {
+    /// Distinct group-by dimensions: (dimension, shift and mask in the
+    /// joint key, offset in the group key).
+    gdims: Vec<(usize, u32, u64, u32)>,
     /// Group key → group, as a table when the group key is small.
     table: Option<Vec<u32>>,
     map: AHashMap<u64, u32>,
     keys: Vec<u64>,
+    /// The accumulators of a new group, one per aggregate.
+    fresh: Vec<Acc>,
     /// `groups × aggs`.
     accs: Vec<Acc>,
-    /// Words of each COUNT(DISTINCT) bitset, by agg position.
-    words: Vec<usize>,
     unknown: UnknownCells,
 }
 
+/// One aggregate's running value, with what it reads from a cell.
 #[derive(Clone, Debug)]
 enum Acc {
-    Count(i64),
-    Sum { nn: i64, pos: i128, neg: i128 },
-    Min(Option<i64>),
-    Max(Option<i64>),
-    Distinct(Vec<u64>),
+    Rows(i64),
+    NonNull {
+        m: usize,
+        n: i64,
+    },
+    Sum {
+        m: usize,
+        nn: i64,
+        pos: i128,
+        neg: i128,
+    },
+    Min {
+        m: usize,
+        v: Option<i64>,
+    },
+    Max {
+        m: usize,
+        v: Option<i64>,
+    },
+    Distinct {
+        shift: u32,
+        mask: u64,
+        null: Option<Code>,
+        bits: Vec<u64>,
+    },
 }
 
 /// Group keys up to this many bits index a table instead of a hash map.
 const TABLE_BITS: u32 = 12;
 
-impl<'a> Groups<'a> {
-    fn new(st: &'a State, q: &'a SliceQuery) -> Groups<'a> {
+fn mask_of(bits: u32) -> u64 {
+    if bits == 0 {
+        0
+    } else {
+        u64::MAX >> (64 - bits)
+    }
+}
+
+impl Groups {
+    fn new(st: &State, q: &SliceQuery) -> Groups {
         let layout = &*st.layout;
-        let mut gdims: Vec<(usize, u32)> = Vec::new();
+        let mut gdims: Vec<(usize, u32, u64, u32)> = Vec::new();
         let mut off = 0;
         for &d in &q.group_by {
-            if gdims.iter().all(|&(g, _)| g != d) {
-                gdims.push((d, off));
+            if gdims.iter().all(|g| g.0 != d) {
+                gdims.push((d, layout.shift[d], mask_of(layout.bits[d]), off));
                 off += layout.bits[d];
             }
         }
-        let words = q
+        let fresh = q
             .aggs
             .iter()
             .map(|a| match *a {
-                Agg::CountDistinct(d) => st.dicts[d].len().div_ceil(64),
-                _ => 0,
+                Agg::CountStar => Acc::Rows(0),
+                Agg::Count(m) => Acc::NonNull { m, n: 0 },
+                Agg::Sum(m) => Acc::Sum {
+                    m,
+                    nn: 0,
+                    pos: 0,
+                    neg: 0,
+                },
+                Agg::Min(m) => Acc::Min { m, v: None },
+                Agg::Max(m) => Acc::Max { m, v: None },
+                Agg::CountDistinct(d) => Acc::Distinct {
+                    shift: layout.shift[d],
+                    mask: mask_of(layout.bits[d]),
+                    null: st.dicts[d].null_code(),
+                    bits: vec![0; st.dicts[d].len().div_ceil(64)],
+                },
             })
             .collect();
         let mut g = Groups {
-            aggs: &q.aggs,
-            layout,
-            null_codes: st.dicts.iter().map(|d| d.null_code()).collect(),
             gdims,
             table: (off <= TABLE_BITS).then(|| vec![u32::MAX; 1 << off]),
             map: AHashMap::new(),
             keys: Vec::new(),
+            fresh,
             accs: Vec::new(),
-            words,
             unknown: Vec::new(),
         };
         if q.group_by.is_empty() {
@@ -233,6 +271,7 @@ impl<'a> Groups<'a> {
         g
     }
 
+    #[inline]
     fn group(&mut self, gk: u64) -> usize {
         let slot = match &mut self.table {
             Some(t) => &mut t[gk as usize],
@@ -241,100 +280,95 @@ impl<'a> Groups<'a> {
         if *slot == u32::MAX {
             *slot = self.keys.len() as u32;
             self.keys.push(gk);
-            for (a, &w) in self.aggs.iter().zip(&self.words) {
-                self.accs.push(match a {
-                    Agg::CountStar | Agg::Count(_) => Acc::Count(0),
-                    Agg::Sum(_) => Acc::Sum {
-                        nn: 0,
-                        pos: 0,
-                        neg: 0,
-                    },
-                    Agg::Min(_) => Acc::Min(None),
-                    Agg::Max(_) => Acc::Max(None),
-                    Agg::CountDistinct(_) => Acc::Distinct(vec![0; w]),
-                });
-            }
+            self.accs.extend_from_slice(&self.fresh);
         }
         *slot as usize
     }
 
     #[inline]
     fn add(&mut self, key: JointKey, count: i64, stats: &[Stat]) {
-        let layout = self.layout;
-        let gk = self
-            .gdims
-            .iter()
-            .fold(0, |k, &(d, off)| k | u64::from(layout.code(key, d)) << off);
+        let gk = self.gdims.iter().fold(0, |k, &(_, shift, mask, off)| {
+            k | (key.wrapping_shr(shift) & mask) << off
+        });
         let g = self.group(gk);
-        let n = self.aggs.len();
-        for (agg, acc) in self.aggs.iter().zip(&mut self.accs[g * n..(g + 1) * n]) {
-            match (*agg, acc) {
-                (Agg::CountStar, Acc::Count(c)) => *c += count,
-                (Agg::Count(m), Acc::Count(c)) => *c += stats[m].nn,
-                (Agg::Sum(m), Acc::Sum { nn, pos, neg }) => {
-                    *nn += stats[m].nn;
-                    *pos += stats[m].pos;
-                    *neg += stats[m].neg;
+        let n = self.fresh.len();
+        let unknown = &mut self.unknown;
+        for acc in &mut self.accs[g * n..(g + 1) * n] {
+            match acc {
+                Acc::Rows(c) => *c += count,
+                Acc::NonNull { m, n } => *n += stats[*m].nn,
+                Acc::Sum { m, nn, pos, neg } => {
+                    let s = &stats[*m];
+                    *nn += s.nn;
+                    *pos += s.pos;
+                    *neg += s.neg;
                 }
-                (Agg::Min(m), Acc::Min(v)) if stats[m].nn > 0 => {
-                    if stats[m].flags & MIN_UNKNOWN != 0 {
-                        self.unknown.push((key, m));
-                    } else {
-                        *v = Some(v.map_or(stats[m].min, |v| v.min(stats[m].min)));
+                Acc::Min { m, v } => {
+                    let s = &stats[*m];
+                    if s.nn > 0 {
+                        if s.flags & MIN_UNKNOWN != 0 {
+                            unknown.push((key, *m));
+                        } else {
+                            *v = Some(v.map_or(s.min, |v| v.min(s.min)));
+                        }
                     }
                 }
-                (Agg::Max(m), Acc::Max(v)) if stats[m].nn > 0 => {
-                    if stats[m].flags & MAX_UNKNOWN != 0 {
-                        self.unknown.push((key, m));
-                    } else {
-                        *v = Some(v.map_or(stats[m].max, |v| v.max(stats[m].max)));
+                Acc::Max { m, v } => {
+                    let s = &stats[*m];
+                    if s.nn > 0 {
+                        if s.flags & MAX_UNKNOWN != 0 {
+                            unknown.push((key, *m));
+                        } else {
+                            *v = Some(v.map_or(s.max, |v| v.max(s.max)));
+                        }
                     }
                 }
-                (Agg::CountDistinct(d), Acc::Distinct(bits)) => {
-                    let c = layout.code(key, d);
-                    if Some(c) != self.null_codes[d] {
+                Acc::Distinct {
+                    shift,
+                    mask,
+                    null,
+                    bits,
+                } => {
+                    let c = (key.wrapping_shr(*shift) & *mask) as Code;
+                    if Some(c) != *null {
                         bits[c as usize / 64] |= 1 << (c % 64);
                     }
                 }
-                _ => {}
             }
         }
     }
 
     fn finish(mut self, group_by: &[usize], cells_visited: usize) -> (SliceResult, UnknownCells) {
-        let n = self.aggs.len();
+        let n = self.fresh.len();
         let gdims = &self.gdims;
-        let mask = |d: usize| {
-            if self.layout.bits[d] == 0 {
-                0
-            } else {
-                u64::MAX >> (64 - self.layout.bits[d])
-            }
-        };
+        let accs = &self.accs;
         let groups = self
             .keys
             .iter()
-            .zip(self.accs.chunks(n.max(1)))
-            .map(|(&gk, accs)| Group {
+            .enumerate()
+            .map(|(g, &gk)| Group {
                 key: group_by
                     .iter()
                     .map(|&d| {
-                        let off = gdims.iter().find(|&&(g, _)| g == d).map_or(0, |&(_, o)| o);
-                        ((gk >> off) & mask(d)) as Code
+                        let &(_, _, mask, off) = gdims
+                            .iter()
+                            .find(|g| g.0 == d)
+                            .expect("a group-by dimension");
+                        (gk.wrapping_shr(off) & mask) as Code
                     })
                     .collect(),
-                values: accs[..n]
+                values: accs[g * n..(g + 1) * n]
                     .iter()
                     .map(|a| match a {
-                        Acc::Count(c) => AggValue::Count(*c),
-                        Acc::Sum { nn, pos, neg } => AggValue::Sum {
+                        Acc::Rows(c) | Acc::NonNull { n: c, .. } => AggValue::Count(*c),
+                        Acc::Sum { nn, pos, neg, .. } => AggValue::Sum {
                             nn: *nn,
                             pos: *pos,
                             neg: *neg,
                         },
-                        Acc::Min(v) => AggValue::Min(*v),
-                        Acc::Max(v) => AggValue::Max(*v),
-                        Acc::Distinct(bits) => {
+                        Acc::Min { v, .. } => AggValue::Min(*v),
+                        Acc::Max { v, .. } => AggValue::Max(*v),
+                        Acc::Distinct { bits, .. } => {
                             AggValue::Count(bits.iter().map(|w| i64::from(w.count_ones())).sum())
                         }
                     })
@@ -395,9 +429,12 @@ fn run_as(
         }
     }
 
-    // Allowed codes per dimension, from conjuncts over one dimension: a
-    // cell outside them cannot make the filter True.
+    // Allowed codes per dimension, from the conjuncts over one dimension,
+    // each evaluated exactly for every code: a key made of allowed codes
+    // makes all of them True, so only the other conjuncts (the residual)
+    // remain to evaluate per cell.
     let mut allowed: Vec<Option<Vec<Code>>> = vec![None; nd];
+    let mut residual = Vec::new();
     let mut nothing = false;
     let mut conjuncts = Vec::new();
     q.filter.conjuncts(&mut conjuncts);
@@ -420,14 +457,14 @@ fn run_as(
                         .collect(),
                 });
             }
-            _ => {}
+            _ => residual.push(c),
         }
     }
 
     let layout = &*st.layout;
     let mut groups = Groups::new(st, q);
     let mut visited = 0usize;
-    let matches = |key: JointKey| q.filter.eval(&|d| layout.code(key, d)) == Truth::True;
+    let code = |key: JointKey| move |d| layout.code(key, d);
     if !nothing {
         let lists: Vec<Vec<Code>> = allowed
             .into_iter()
@@ -442,7 +479,7 @@ fn run_as(
             enumerate(&lists, layout, |key| {
                 visited += 1;
                 if let Some((count, stats)) = st.cells.get(key) {
-                    if matches(key) {
+                    if residual.iter().all(|c| c.eval(&code(key)) == Truth::True) {
                         groups.add(key, count, stats);
                     }
                 }
@@ -450,7 +487,7 @@ fn run_as(
         } else {
             visited = st.cells.scan_cost();
             st.cells.for_each(|key, count, stats| {
-                if matches(key) {
+                if q.filter.eval(&code(key)) == Truth::True {
                     groups.add(key, count, stats);
                 }
             });
@@ -460,25 +497,41 @@ fn run_as(
 }
 
 /// Call `f` with every key whose code of each dimension is in its list.
+/// Dimension 0 (the lowest bits) turns fastest, so keys come in
+/// ascending runs that stay within a page.
 fn enumerate(lists: &[Vec<Code>], layout: &Layout, mut f: impl FnMut(JointKey)) {
     if lists.iter().any(|l| l.is_empty()) {
         return;
     }
-    let mut at = vec![0usize; lists.len()];
+    if lists.is_empty() {
+        return f(0);
+    }
+    // Each code already in its place: fields are disjoint, so a key is the
+    // OR of one entry per dimension and XOR takes an entry out again.
+    let placed: Vec<Vec<JointKey>> = lists
+        .iter()
+        .enumerate()
+        .map(|(d, l)| l.iter().map(|&c| layout.place(d, c)).collect())
+        .collect();
+    let (inner, outer) = placed.split_first().expect("at least one dimension");
+    let mut at = vec![0usize; outer.len()];
+    let mut key = outer.iter().fold(0, |k, p| k | p[0]);
     loop {
-        f(at.iter()
-            .enumerate()
-            .fold(0, |k, (d, &i)| k | layout.place(d, lists[d][i])));
+        for &k0 in inner {
+            f(key | k0);
+        }
         let mut d = 0;
         loop {
-            if d == lists.len() {
-                return;
-            }
+            let Some(p) = outer.get(d) else { return };
+            key ^= p[at[d]];
             at[d] += 1;
-            if at[d] < lists[d].len() {
+            if at[d] == p.len() {
+                at[d] = 0;
+            }
+            key |= p[at[d]];
+            if at[d] != 0 {
                 break;
             }
-            at[d] = 0;
             d += 1;
         }
     }

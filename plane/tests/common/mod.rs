@@ -96,7 +96,7 @@ pub fn agg(nd: usize) -> impl Strategy<Value = Agg> {
 }
 
 pub fn query(nd: usize) -> impl Strategy<Value = SliceQuery> {
-    (pred(nd), vec(0..nd, 0..=2), vec(agg(nd), 1..5)).prop_map(|(filter, group_by, aggs)| {
+    (pred(nd), vec(0..nd, 0..=2), vec(agg(nd), 0..5)).prop_map(|(filter, group_by, aggs)| {
         SliceQuery {
             filter,
             group_by,
