@@ -3,7 +3,9 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, Int64Array, LargeStringArray, StringArray};
+use arrow_array::{
+    Array, ArrayRef, GenericStringArray, Int64Array, LargeStringArray, OffsetSizeTrait, StringArray,
+};
 use rayon::prelude::*;
 
 use crate::cells::{absorb_cell, apply_row, Stat, DENSE_MAX_BITS};
@@ -18,18 +20,6 @@ enum DimCol<'a> {
     Int(&'a Int64Array),
     Utf8(&'a StringArray),
     LargeUtf8(&'a LargeStringArray),
-}
-
-impl<'a> DimCol<'a> {
-    #[inline]
-    fn get(&self, i: usize) -> DimRef<'a> {
-        match self {
-            DimCol::Int(a) if a.is_valid(i) => DimRef::Int(a.value(i)),
-            DimCol::Utf8(a) if a.is_valid(i) => DimRef::Text(a.value(i)),
-            DimCol::LargeUtf8(a) if a.is_valid(i) => DimRef::Text(a.value(i)),
-            _ => DimRef::Null,
-        }
-    }
 }
 
 fn type_error(column: &str, a: &ArrayRef) -> PlaneError {
@@ -188,32 +178,126 @@ fn build_chunk(
     Ok(plane)
 }
 
+/// Slots of the per-column cache of recent values (direct-mapped).
+const RECENT_BITS: u32 = 10;
+
+/// A direct-mapped cache of value → code in front of the dictionary: most
+/// rows hit it without hashing a string or comparing bytes. A value is
+/// held as a 128-bit tag that is the value itself (see `int_tag`,
+/// `text_tag`), so a tag match is a value match.
+struct Recent(Vec<(u128, Code)>);
+
+impl Recent {
+    fn new() -> Recent {
+        Recent(vec![(0, Code::MAX); 1 << RECENT_BITS])
+    }
+
+    #[inline]
+    fn get(
+        &mut self,
+        tag: u128,
+        miss: impl FnOnce() -> Result<Code, PlaneError>,
+    ) -> Result<Code, PlaneError> {
+        let h = ((tag as u64) ^ ((tag >> 64) as u64)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let slot = &mut self.0[(h >> (64 - RECENT_BITS)) as usize];
+        if slot.1 != Code::MAX && slot.0 == tag {
+            return Ok(slot.1);
+        }
+        let code = miss()?;
+        *slot = (tag, code);
+        Ok(code)
+    }
+}
+
+/// An integer's tag: the value, with 0xFF in the top byte (a text tag has
+/// its length, at most 15, there).
+fn int_tag(v: i64) -> u128 {
+    u128::from(v as u64) | 0xFF << 120
+}
+
+/// The code of `v` in dimension `d`, adding it if it is new.
+fn code_or_push(st: &mut State, d: usize, v: DimRef<'_>) -> Result<Code, PlaneError> {
+    match st.dicts[d].code_ref(v) {
+        Some(c) => Ok(c),
+        None => st.push_value(d, v),
+    }
+}
+
 /// Codes of one dimension column over `range`, adding values to the
-/// dictionary (sorted or clustered data repeats the last value).
+/// dictionary.
 fn encode_column(
     st: &mut State,
     d: usize,
     col: &DimCol<'_>,
     range: Range<usize>,
 ) -> Result<Vec<Code>, PlaneError> {
-    let mut out = Vec::with_capacity(range.len());
-    let mut last: Option<(DimRef<'_>, Code)> = None;
-    for i in range {
-        let v = col.get(i);
-        let code = match last {
-            Some((lv, c)) if lv == v => c,
-            _ => {
-                let c = match st.dicts[d].code_ref(v) {
-                    Some(c) => c,
-                    None => st.push_value(d, v)?,
-                };
-                last = Some((v, c));
-                c
-            }
-        };
-        out.push(code);
+    match col {
+        DimCol::Int(a) => encode_ints(st, d, a, range),
+        DimCol::Utf8(a) => encode_texts(st, d, a, range),
+        DimCol::LargeUtf8(a) => encode_texts(st, d, a, range),
     }
-    Ok(out)
+}
+
+fn encode_ints(
+    st: &mut State,
+    d: usize,
+    a: &Int64Array,
+    range: Range<usize>,
+) -> Result<Vec<Code>, PlaneError> {
+    let mut recent = Recent::new();
+    let values = a.values();
+    range
+        .map(|i| {
+            if a.is_null(i) {
+                return code_or_push(st, d, DimRef::Null);
+            }
+            let v = values[i];
+            recent.get(int_tag(v), || code_or_push(st, d, DimRef::Int(v)))
+        })
+        .collect()
+}
+
+fn encode_texts<O: OffsetSizeTrait>(
+    st: &mut State,
+    d: usize,
+    a: &GenericStringArray<O>,
+    range: Range<usize>,
+) -> Result<Vec<Code>, PlaneError> {
+    let mut recent = Recent::new();
+    let (offsets, data) = (a.value_offsets(), a.value_data());
+    range
+        .map(|i| {
+            if a.is_null(i) {
+                return code_or_push(st, d, DimRef::Null);
+            }
+            let (start, end) = (offsets[i].as_usize(), offsets[i + 1].as_usize());
+            let len = end - start;
+            // A text of up to 15 bytes is its own tag: its bytes, and its
+            // length in the top byte (read as one 16-byte load when the
+            // buffer has room, else copied).
+            let tag = (len <= 15).then(|| {
+                let word = match data.get(start..start + 16) {
+                    Some(w) => u128::from_le_bytes(w.try_into().expect("16 bytes")),
+                    None => {
+                        let mut b = [0u8; 16];
+                        b[..len].copy_from_slice(&data[start..end]);
+                        u128::from_le_bytes(b)
+                    }
+                };
+                let low = if len == 0 {
+                    0
+                } else {
+                    word & (u128::MAX >> (128 - 8 * len))
+                };
+                low | (len as u128) << 120
+            });
+            let v = || DimRef::Text(a.value(i));
+            match tag {
+                Some(t) => recent.get(t, || code_or_push(st, d, v())),
+                None => code_or_push(st, d, v()),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -234,8 +318,19 @@ mod tests {
         LargeUtf8,
     }
 
+    /// Texts of 0, a few, 15, 16 and more bytes (the cache tags up to 15).
+    fn text(i: i64) -> String {
+        match i {
+            0 => String::new(),
+            1..=5 => format!("v{i}"),
+            6 => "fifteen bytes!!".into(),
+            7 => "sixteen bytes!!!".into(),
+            _ => format!("a longer text value, number {i}"),
+        }
+    }
+
     fn column(kind: Kind, vs: &[Option<i64>]) -> ArrayRef {
-        let text = |v: &Option<i64>| v.map(|i| format!("v{i}"));
+        let text = |v: &Option<i64>| v.map(text);
         match kind {
             Kind::Int => Arc::new(Int64Array::from(vs.to_vec())),
             Kind::Utf8 => Arc::new(StringArray::from(vs.iter().map(text).collect::<Vec<_>>())),
@@ -249,7 +344,7 @@ mod tests {
         match (kind, v) {
             (_, None) => DimValue::Null,
             (Kind::Int, Some(i)) => DimValue::Int(i),
-            (_, Some(i)) => DimValue::from(format!("v{i}").as_str()),
+            (_, Some(i)) => DimValue::from(text(i).as_str()),
         }
     }
 
