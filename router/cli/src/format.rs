@@ -119,14 +119,16 @@ impl Printer {
 }
 
 /// A value as `sqlite3` prints it in list mode: NULL as an empty string,
-/// REAL as SQLite renders it as text, TEXT and BLOB as their bytes.
+/// REAL as SQLite renders it as text, TEXT and BLOB as their bytes up to the
+/// first NUL (`sqlite3` prints them as C strings).
 pub(crate) fn text_bytes(v: &Value) -> Vec<u8> {
+    let c_string = |b: &[u8]| b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())].to_vec();
     match v {
         Value::Null => Vec::new(),
         Value::Integer(i) => i.to_string().into_bytes(),
         Value::Real(r) => format_real(*r).into_bytes(),
-        Value::Text(s) => s.as_bytes().to_vec(),
-        Value::Blob(b) => b.clone(),
+        Value::Text(s) => c_string(s.as_bytes()),
+        Value::Blob(b) => c_string(b),
     }
 }
 

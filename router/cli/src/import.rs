@@ -31,6 +31,7 @@ pub(crate) fn run(path: &Path, table: &str, file: &Path) -> Result<()> {
         "parquet" | "pq" => true,
         _ => bail!("{}: expected a .csv or .parquet file", file.display()),
     };
+    File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
     let mut conn =
         Connection::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let start = Instant::now();

@@ -84,9 +84,20 @@ pub fn main() -> ExitCode {
         Command::Bench { args } => pleroma_benches::run_cli(args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
-        eprintln!("Error: {e:#}");
+        eprintln!("Error: {}", message(&e));
         ExitCode::FAILURE
     })
+}
+
+/// The error and its causes, one after the other; SQLite's bare result code
+/// ("Error code 14: ...") is left out, as its message already says it.
+fn message(e: &anyhow::Error) -> String {
+    let parts: Vec<String> = e
+        .chain()
+        .filter(|c| c.downcast_ref::<pleroma::rusqlite::ffi::Error>().is_none())
+        .map(ToString::to_string)
+        .collect();
+    parts.join(": ")
 }
 
 /// `pleroma sql`: like `sqlite3 DB 'SQL' ...`, stopping at the first error.

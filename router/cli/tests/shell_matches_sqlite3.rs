@@ -27,6 +27,20 @@ lines';
 SELECT COUNT(*) FROM t; SELECT typeof(price) FROM t WHERE id = 1;
 SELECT * FROM missing;
 SELEC 1;
+# a hash comment line
+CREATE TRIGGER tr AFTER INSERT ON t BEGIN
+  UPDATE t SET note = 'by trigger' WHERE id = new.id;
+END;
+/* a block
+   comment */
+INSERT INTO t(id, region) VALUES (7, 'west');
+SELECT id, note FROM t WHERE id = 7;
+SELECT id,
+
+  region FROM t WHERE nosuch = 1;
+SELECT zeroblob(2), x'610062', 'tail' -- a trailing comment
+;
+SELECT 1e308 * 10, 5e-324, 1e15, 1e14, 123456789012345.6, round(2.5), 7 / 2;
 SELECT 'after errors', 1;
 INSERT INTO t(id) VALUES (1);
 UPDATE t SET qty = qty + 1 WHERE region = 'north';
