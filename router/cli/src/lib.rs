@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::session::{Flow, Session};
+use crate::session::{Flow, Session, Source};
 
 /// Pleroma: an exact, live OLAP cube for SQLite.
 #[derive(Parser)]
@@ -112,7 +112,7 @@ fn run_sql(path: PathBuf, args: &[String]) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(code));
             }
         } else {
-            s.run_sql(arg, None, &mut out)?;
+            s.run_sql(arg, Source::Argument, &mut out)?;
         }
         if s.errors > 0 {
             return Ok(ExitCode::FAILURE);

@@ -65,12 +65,12 @@ impl Session {
     }
 
     /// Run the statements of `chunk` in order, stopping at the first error,
-    /// which goes to standard error as `sqlite3` words it (`near line N`
-    /// when `line` is given). Returns whether every statement succeeded.
+    /// which goes to standard error worded as `sqlite3` words it for text
+    /// from `source`. Returns whether every statement succeeded.
     pub(crate) fn run_sql(
         &mut self,
         chunk: &str,
-        line: Option<usize>,
+        source: Source,
         out: &mut dyn Write,
     ) -> io::Result<bool> {
         for range in statements(chunk) {
@@ -96,11 +96,7 @@ impl Session {
             if let Err(e) = result {
                 out.flush()?;
                 let report = self.describe(&e, stmt, &chunk[range.start..]);
-                let prefix = match line {
-                    Some(n) => format!("{} near line {n}:", report.kind),
-                    None => format!("{}:", report.kind),
-                };
-                eprintln!("{prefix} {}", report.message);
+                eprintln!("{}", report.worded(source));
                 self.errors += 1;
             }
             if !ok {
@@ -150,7 +146,7 @@ impl Session {
             ("tables", []) => {
                 let sql = "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') \
                            AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY 1";
-                self.run_sql(sql, None, out)?;
+                self.run_sql(sql, Source::Prompt, out)?;
                 Ok(())
             }
             ("stats", []) => {
@@ -199,7 +195,7 @@ impl Session {
             pleroma::Error::Sqlite(rusqlite::Error::SqlInputError {
                 error, msg, offset, ..
             }) => Report {
-                kind: "Parse error",
+                kind: Kind::Parse,
                 message: format!(
                     "{msg}{}{}",
                     code_suffix(error),
@@ -208,9 +204,9 @@ impl Session {
             },
             pleroma::Error::Sqlite(rusqlite::Error::SqliteFailure(error, msg)) => {
                 let kind = if self.conn.sqlite().prepare(stmt).is_err() {
-                    "Parse error"
+                    Kind::Parse
                 } else {
-                    "Runtime error"
+                    Kind::Runtime
                 };
                 let msg = msg.clone().unwrap_or_else(|| error.to_string());
                 Report {
@@ -219,16 +215,55 @@ impl Session {
                 }
             }
             other => Report {
-                kind: "Error",
+                kind: Kind::Other,
                 message: other.to_string(),
             },
         }
     }
 }
 
+/// Where SQL text came from; `sqlite3` words its errors after it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Source {
+    /// A script on standard input, this chunk starting at this line.
+    Line(usize),
+    /// A line typed at the prompt.
+    Prompt,
+    /// A command-line argument.
+    Argument,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    /// SQLite could not prepare the statement.
+    Parse,
+    /// It failed while running.
+    Runtime,
+    /// Not SQLite's: a Pleroma PRAGMA, the plane.
+    Other,
+}
+
 struct Report {
-    kind: &'static str,
+    kind: Kind,
     message: String,
+}
+
+impl Report {
+    fn worded(&self, source: Source) -> String {
+        let m = &self.message;
+        let kind = match self.kind {
+            Kind::Parse => "Parse error",
+            Kind::Runtime => "Runtime error",
+            Kind::Other => "Error",
+        };
+        match (source, self.kind) {
+            (Source::Line(n), _) => format!("{kind} near line {n}: {m}"),
+            (Source::Prompt, _) => format!("{kind}: {m}"),
+            (Source::Argument, Kind::Parse) => format!("Error: in prepare, {m}"),
+            (Source::Argument, Kind::Runtime) => format!("Error: stepping, {m}"),
+            (Source::Argument, Kind::Other) => format!("Error: {m}"),
+        }
+    }
 }
 
 fn set_flag(flag: &mut bool, name: &str, v: &str) -> Result<(), String> {

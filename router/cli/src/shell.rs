@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use rustyline::error::ReadlineError;
 
 use crate::complete::{is_blank, is_complete};
-use crate::session::{Flow, Session};
+use crate::session::{Flow, Session, Source};
 
 pub(crate) fn run(path: Option<&Path>) -> anyhow::Result<ExitCode> {
     let mut session = Session::open(path)?;
@@ -74,7 +74,12 @@ impl Gatherer {
     /// gets the last word: "incomplete input").
     fn flush(&mut self, s: &mut Session, out: &mut dyn Write) -> io::Result<()> {
         let sql = std::mem::take(&mut self.sql);
-        s.run_sql(&sql, self.numbered.then_some(self.start), out)?;
+        let source = if self.numbered {
+            Source::Line(self.start)
+        } else {
+            Source::Prompt
+        };
+        s.run_sql(&sql, source, out)?;
         Ok(())
     }
 }

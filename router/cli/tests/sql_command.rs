@@ -37,7 +37,7 @@ fn the_first_error_stops_it_with_a_non_zero_exit() {
     );
     assert_eq!(r.code, Some(1));
     assert_eq!(r.stdout, "1\n");
-    assert_eq!(r.stderr, "Parse error: no such table: nope\n");
+    assert_eq!(r.stderr, "Error: in prepare, no such table: nope\n");
 }
 
 #[test]
