@@ -24,7 +24,7 @@ mod value;
 pub use dict::Dictionary;
 pub use error::PlaneError;
 pub use plane::{Plane, PlaneConfig, Snapshot};
-pub use slice::{Agg, AggValue, Group, Pred, SliceQuery, SliceResult, Truth};
+pub use slice::{Agg, AggValue, Group, Pred, SliceQuery, SliceResult, Truth, UnknownCells};
 pub use value::{DimRef, DimValue, MeasureValue};
 
 /// A code of a dimension value in its dictionary (0-based, dense).

@@ -95,7 +95,7 @@ pub struct Group {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SliceResult {
     pub groups: Vec<Group>,
-    /// Cells visited (for cost reporting).
+    /// Cell slots probed or scanned (for cost reporting).
     pub cells_visited: usize,
 }
 
