@@ -102,7 +102,7 @@ pub fn cached_db(
 
 /// Remove a plane catalog an interrupted run may have left in a cached file,
 /// so that the `engine` arm really has no plane.
-fn scrub(path: &Path) -> Result<()> {
+pub fn scrub(path: &Path) -> Result<()> {
     let conn = rusqlite::Connection::open(path)?;
     conn.execute_batch("DROP TABLE IF EXISTS pleroma_catalog")?;
     Ok(())

@@ -18,7 +18,8 @@
 use anyhow::Result;
 
 use crate::gen::{self, Rng};
-use crate::harness::{Query, Workload};
+use crate::harness::{self, Options, Query, Workload};
+use crate::Outcome;
 
 /// The plane of the ledger: a 10-bit joint (4 regions × 5 statuses × 24 months).
 pub const PLANE_PRAGMA: &str =
@@ -172,5 +173,17 @@ pub fn workload(rows: u64, seed: u64) -> Result<Workload> {
         plane_pragmas: vec![PLANE_PRAGMA.into()],
         tables: vec!["customers".into(), "invoices".into()],
         queries: QUERIES.iter().map(|(n, s)| Query::new(n, s, "")).collect(),
+    })
+}
+
+/// Run the ledger on every arm.
+pub fn run(rows: u64, opts: &Options) -> Result<Outcome> {
+    let w = workload(rows, opts.seed)?;
+    let report = harness::run_reads(&w, opts)?;
+    let markdown = harness::markdown(&report, &w.queries);
+    Ok(Outcome {
+        report,
+        markdown,
+        chart: w.queries.iter().map(|q| q.name.clone()).collect(),
     })
 }

@@ -1,14 +1,170 @@
 //! The benchmark harness: the workloads of `BENCHMARKS.md`, each run on the
-//! `sqlite`, `engine`, `plane` (and optionally `duckdb`) arms side by side.
+//! `sqlite`, `engine`, `plane` (and optionally `duckdb`) arms side by side, on
+//! the same cached data, with the answers checked in every run.
 //!
-//! `pleroma bench WORKLOAD [--rows N] [--arms sqlite,engine,plane,duckdb]
-//! [--json FILE] [--svg FILE]` and `pleroma bench compare OLD.json NEW.json`.
+//! ```text
+//! pleroma bench WORKLOAD [--rows N] [--arms sqlite,engine,plane,duckdb] [--json FILE] [--svg FILE]
+//! pleroma bench compare OLD.json NEW.json
+//! ```
+//!
+//! WORKLOAD is `ledger` (§1), `dashboard` (§2), `classes` (§5), `writes` (§6)
+//! or `speedtest` (§9). Output: a Markdown table on stdout, every figure as
+//! JSON (`--json`), a log-scale bar chart (`--svg`). A wrong answer on any
+//! arm fails the run.
 
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::{Args, Parser};
+
+pub mod check;
+pub mod classes;
+pub mod compare;
+pub mod dashboard;
+pub mod duckdb;
+pub mod env;
 pub mod gen;
 pub mod harness;
 pub mod ledger;
+pub mod speedtest;
+pub mod svg;
+pub mod writes;
+
+use harness::{Arm, Options, Report};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "pleroma bench",
+    no_binary_name = true,
+    about = "Run a benchmark workload, or compare two result files."
+)]
+enum Cmd {
+    /// §1: customers and invoices, 16 queries (default 100,000 invoices).
+    Ledger(RunArgs),
+    /// §2: events, 32 dashboard slices in classes W/G/H/D/X/T (default 100,000 events).
+    Dashboard(RunArgs),
+    /// §5: 17 query classes on one table (run at 100,000, 300,000, 1,000,000).
+    Classes(RunArgs),
+    /// §6: the write cost of an attached plane (default 100,000 rows).
+    Writes(RunArgs),
+    /// §9: the eleven tests of the classic SQLite speed comparison (default 30,000 rows).
+    Speedtest(RunArgs),
+    /// The regression gate: cells of NEW worse than OLD by >25 % (or OLD's spread) in both loops.
+    Compare { old: PathBuf, new: PathBuf },
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// Rows of the main table.
+    #[arg(long)]
+    rows: Option<u64>,
+    /// Comma-separated arms: sqlite, engine, plane, duckdb (`pip install duckdb`).
+    #[arg(long, default_value = "sqlite,engine,plane")]
+    arms: String,
+    /// Write every figure as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write the bar chart (SVG) here.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    /// Seed of the data generator.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Time budget of one timed loop of one cell, in ms.
+    #[arg(long, default_value_t = 200.0)]
+    budget_ms: f64,
+    /// Most calls in one timed loop.
+    #[arg(long, default_value_t = 200)]
+    max_calls: usize,
+}
+
+/// What a workload hands back for printing and saving.
+pub struct Outcome {
+    pub report: Report,
+    /// The Markdown tables for stdout.
+    pub markdown: String,
+    /// Bar groups of the chart, in order.
+    pub chart: Vec<String>,
+}
 
 /// The body of `pleroma bench`: `args` are the words after `bench`.
-pub fn run_cli(args: Vec<String>) -> anyhow::Result<()> {
-    anyhow::bail!("pleroma bench {}: not built yet", args.join(" "))
+pub fn run_cli(args: Vec<String>) -> Result<()> {
+    let cmd = match Cmd::try_parse_from(&args) {
+        Ok(c) => c,
+        Err(e) if !e.use_stderr() => {
+            print!("{e}");
+            return Ok(());
+        }
+        Err(e) => bail!("{e}"),
+    };
+    let (name, a) = match cmd {
+        Cmd::Compare { old, new } => return compare::run(&old, &new),
+        Cmd::Ledger(a) => ("ledger", a),
+        Cmd::Dashboard(a) => ("dashboard", a),
+        Cmd::Classes(a) => ("classes", a),
+        Cmd::Writes(a) => ("writes", a),
+        Cmd::Speedtest(a) => ("speedtest", a),
+    };
+    let mut arms = Vec::new();
+    for s in a.arms.split(',').filter(|s| !s.trim().is_empty()) {
+        let arm = Arm::parse(s)?;
+        if !arms.contains(&arm) {
+            arms.push(arm);
+        }
+    }
+    arms.sort();
+    if arms.is_empty() {
+        bail!("--arms: name at least one of sqlite, engine, plane, duckdb");
+    }
+    let opts = Options {
+        arms,
+        seed: a.seed,
+        budget_ms: a.budget_ms,
+        max_calls: a.max_calls.max(3),
+    };
+    let out = match name {
+        "ledger" => ledger::run(a.rows.unwrap_or(100_000), &opts)?,
+        "dashboard" => dashboard::run(a.rows.unwrap_or(100_000), &opts)?,
+        "classes" => classes::run(a.rows.unwrap_or(100_000), &opts)?,
+        "writes" => writes::run(a.rows.unwrap_or(100_000), &opts)?,
+        _ => speedtest::run(a.rows.unwrap_or(30_000), &opts)?,
+    };
+    let r = &out.report;
+    println!(
+        "## {} — {} rows (seed {}, commit {}, {}, {})\n",
+        r.workload, r.rows, r.seed, r.commit, r.date, r.machine
+    );
+    println!("{}", out.markdown);
+    for s in &r.summaries {
+        println!("{s}");
+    }
+    if !r.figures.is_empty() || !r.notes.is_empty() {
+        for (k, v) in &r.figures {
+            println!(
+                "- {k}: {}",
+                if v.fract() == 0.0 {
+                    format!("{v}")
+                } else {
+                    format!("{v:.3}")
+                }
+            );
+        }
+        for (k, v) in &r.notes {
+            println!("- {k}: {v}");
+        }
+        println!();
+    }
+    if let Some(path) = &a.json {
+        std::fs::write(path, serde_json::to_string_pretty(r)?)?;
+    }
+    if let Some(path) = &a.svg {
+        std::fs::write(path, svg::chart(r, &out.chart))?;
+    }
+    if !r.mismatches.is_empty() {
+        for m in &r.mismatches {
+            eprintln!("{m}");
+        }
+        bail!("{}: {} wrong answers", r.workload, r.mismatches.len());
+    }
+    Ok(())
 }
