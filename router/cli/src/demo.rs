@@ -2,11 +2,12 @@
 //! SQLite and through Pleroma side by side, and a check that every answer
 //! is the same.
 
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use pleroma::{rusqlite, Connection, RouteKind, Value};
 use pleroma_benches::{gen, ledger};
 
@@ -18,19 +19,30 @@ pub(crate) fn run(rows: u64, db: Option<PathBuf>) -> Result<ExitCode> {
     match db {
         Some(path) => race(rows, &path),
         None => {
-            let path = std::env::temp_dir().join(format!("pleroma-demo-{}.db", std::process::id()));
-            let result = race(rows, &path);
-            for suffix in ["", "-journal", "-wal", "-shm"] {
-                let mut p = path.clone().into_os_string();
-                p.push(suffix);
-                let _ = std::fs::remove_file(p);
-            }
-            result
+            let temp = TempDb(
+                std::env::temp_dir().join(format!("pleroma-demo-{}.db", std::process::id())),
+            );
+            race(rows, &temp.0)
+        }
+    }
+}
+
+/// A scratch database file, removed (with its journals) however the demo ends.
+struct TempDb(PathBuf);
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        for suffix in ["", "-journal", "-wal", "-shm"] {
+            let mut p = self.0.clone().into_os_string();
+            p.push(suffix);
+            // Missing journals are the normal case.
+            let _ = std::fs::remove_file(p);
         }
     }
 }
 
 fn race(rows: u64, path: &Path) -> Result<ExitCode> {
+    let mut out = io::stdout().lock();
     let plain = rusqlite::Connection::open(path)
         .with_context(|| format!("cannot open {}", path.display()))?;
     let has_ledger: bool = plain.query_row(
@@ -38,22 +50,38 @@ fn race(rows: u64, path: &Path) -> Result<ExitCode> {
         [],
         |r| r.get(0),
     )?;
+    let count = |table: &str| -> Result<i64> {
+        Ok(plain.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))?)
+    };
     if has_ledger {
-        let n: i64 = plain.query_row("SELECT count(*) FROM invoices", [], |r| r.get(0))?;
-        println!(
+        let n = count("invoices")?;
+        if n == 0 {
+            bail!(
+                "{} holds an empty ledger (an interrupted run?): remove it and run again",
+                path.display()
+            );
+        }
+        writeln!(
+            out,
             "Using the ledger already in {} ({n} invoices).",
             path.display()
-        );
+        )?;
     } else {
-        println!(
-            "Building the ledger: {rows} invoices, {} customers, in {}",
-            (rows / 50).max(1),
+        writeln!(
+            out,
+            "Building the ledger ({rows} invoices) in {}",
             path.display()
-        );
+        )?;
         let t = Instant::now();
         plain.execute_batch(gen::FAST_LOAD)?;
         ledger::create_and_load(&plain, rows, SEED, true)?;
-        println!("  loaded in {:.1} s", t.elapsed().as_secs_f64());
+        writeln!(
+            out,
+            "  {} invoices and {} customers loaded in {:.1} s",
+            count("invoices")?,
+            count("customers")?,
+            t.elapsed().as_secs_f64()
+        )?;
     }
 
     let mut conn = Connection::open(path)?;
@@ -63,18 +91,30 @@ fn race(rows: u64, path: &Path) -> Result<ExitCode> {
         .iter()
         .any(|r| r.first() == Some(&text("invoices")));
     if attached {
-        println!("The plane on invoices is already attached (rebuilt on open).");
+        writeln!(
+            out,
+            "The plane on invoices is already attached (rebuilt on open)."
+        )?;
     } else {
         let t = Instant::now();
         conn.execute(ledger::PLANE_PRAGMA, &[])?;
-        println!("{};  -- {:.1} ms", ledger::PLANE_PRAGMA, ms(t.elapsed()));
+        writeln!(
+            out,
+            "{};  -- {:.1} ms",
+            ledger::PLANE_PRAGMA,
+            ms(t.elapsed())
+        )?;
     }
 
-    println!("\nEach query {RUNS} times on each side; median times.\n");
-    println!(
+    writeln!(
+        out,
+        "\nEach query {RUNS} times on each side; median times.\n"
+    )?;
+    writeln!(
+        out,
         "{:<30} {:<7} {:>10} {:>11} {:>9}  answers",
         "query", "route", "SQLite ms", "Pleroma ms", "speed-up"
-    );
+    )?;
     let mut mismatches = 0;
     let mut served = 0;
     for (name, sql) in ledger::QUERIES {
@@ -95,7 +135,8 @@ fn race(rows: u64, path: &Path) -> Result<ExitCode> {
             served += 1;
         }
         let speedup = ms(sqlite_t) / ms(pleroma_t).max(1e-6);
-        println!(
+        writeln!(
+            out,
             "{name:<30} {:<7} {:>10.3} {:>11.3} {:>8}  {}",
             route.as_str(),
             ms(sqlite_t),
@@ -106,9 +147,10 @@ fn race(rows: u64, path: &Path) -> Result<ExitCode> {
                 format!("{speedup:.0}x")
             },
             if same { "same" } else { "DIFFERENT" }
-        );
+        )?;
     }
-    println!(
+    writeln!(
+        out,
         "\n{} queries: {served} answered by the plane, {} declined to SQLite; {}",
         ledger::QUERIES.len(),
         ledger::QUERIES.len() - served,
@@ -117,7 +159,7 @@ fn race(rows: u64, path: &Path) -> Result<ExitCode> {
         } else {
             format!("{mismatches} DIFFERENT answers.")
         }
-    );
+    )?;
     Ok(if mismatches == 0 {
         ExitCode::SUCCESS
     } else {

@@ -84,7 +84,14 @@ pub fn main() -> ExitCode {
         Command::Bench { args } => pleroma_benches::run_cli(args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
-        eprintln!("Error: {}", message(&e));
+        // A reader that stops early (`| head`) is no error worth a word.
+        let broken_pipe = e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        });
+        if !broken_pipe {
+            eprintln!("Error: {}", message(&e));
+        }
         ExitCode::FAILURE
     })
 }

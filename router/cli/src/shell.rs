@@ -49,11 +49,12 @@ impl Gatherer {
     fn feed(&mut self, s: &mut Session, line: &str, out: &mut dyn Write) -> io::Result<Flow> {
         self.line += 1;
         if self.sql.is_empty() {
-            let trimmed = line.trim_start();
-            if trimmed.starts_with('.') {
-                return s.dot(trimmed, out);
+            // As in sqlite3: only a `.` or `#` in the first column counts.
+            if line.starts_with('.') {
+                return s.dot(line, out);
             }
-            if trimmed.is_empty() || trimmed.starts_with('#') {
+            let trimmed = line.trim_start();
+            if trimmed.is_empty() || line.starts_with('#') {
                 return Ok(Flow::Continue);
             }
             self.sql.push_str(trimmed);
