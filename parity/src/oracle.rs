@@ -1,0 +1,552 @@
+//! The oracle: two databases built identically, one through Pleroma with a
+//! plane attached and one with plain rusqlite (SQLite alone), fed the same
+//! steps. Answers must match row for row, with the same storage classes, the
+//! same order where ORDER BY fixes it, and the same errors; every query of a
+//! served class must have been served by the plane.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::Context as _;
+use pleroma::{RouteKind, RouteMode, Value};
+use rusqlite::functions::{Aggregate, Context, FunctionFlags};
+use rusqlite::types::ValueRef;
+
+use crate::gen::{Class, Order, Query, Step, Tlp};
+
+/// Runtime declines the router documents as correct: SQLite's SUM, TOTAL and
+/// AVG past i64 depend on the order rows are added, and MIN/MAX of cells
+/// whose extremum was deleted are recomputed only up to a limit.
+pub fn allowed_decline(reason: &str) -> bool {
+    reason.contains("overflow")
+        || reason.contains("order-dependent")
+        || reason.contains("MIN/MAX unknown")
+}
+
+/// Counts of one class.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClassStats {
+    pub checks: u64,
+    pub served: u64,
+    /// Declined for a documented runtime reason.
+    pub allowed: u64,
+    /// Declined although the class is served (a failure), or, for `Out`,
+    /// declined as required.
+    pub declined: u64,
+}
+
+/// What the checks of a run saw.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub passed: u64,
+    pub failed: u64,
+    pub classes: BTreeMap<Class, ClassStats>,
+    /// Allowed declines by reason.
+    pub allowed: BTreeMap<String, u64>,
+    /// Checks by oracle.
+    pub oracles: BTreeMap<&'static str, u64>,
+}
+
+impl Stats {
+    pub fn merge(&mut self, o: &Stats) {
+        self.passed += o.passed;
+        self.failed += o.failed;
+        for (c, s) in &o.classes {
+            let e = self.classes.entry(*c).or_default();
+            e.checks += s.checks;
+            e.served += s.served;
+            e.allowed += s.allowed;
+            e.declined += s.declined;
+        }
+        for (r, n) in &o.allowed {
+            *self.allowed.entry(r.clone()).or_default() += n;
+        }
+        for (k, n) in &o.oracles {
+            *self.oracles.entry(k).or_default() += n;
+        }
+    }
+
+    fn pass(&mut self, oracle: &'static str) {
+        self.passed += 1;
+        *self.oracles.entry(oracle).or_default() += 1;
+    }
+}
+
+type Rows = (Vec<String>, Vec<Vec<Value>>);
+type Answer = Result<Rows, String>;
+
+/// Pleroma and plain SQLite side by side, each on its own file.
+pub struct Pair {
+    _dir: tempfile::TempDir,
+    pl_path: PathBuf,
+    pub pl: pleroma::Connection,
+    pub sq: rusqlite::Connection,
+    /// Program run as the second process (`--exec-sql FILE SQL`); without
+    /// one, the write comes from a second connection instead.
+    helper: Option<PathBuf>,
+}
+
+impl Pair {
+    pub fn new(helper: Option<PathBuf>) -> anyhow::Result<Pair> {
+        let dir = tempfile::tempdir().context("temp dir")?;
+        let pl_path = dir.path().join("pleroma.db");
+        let pl = pleroma::Connection::open(&pl_path)?;
+        let sq = rusqlite::Connection::open(dir.path().join("sqlite.db"))?;
+        register_sum_exact(&sq)?;
+        let mut pair = Pair {
+            _dir: dir,
+            pl_path,
+            pl,
+            sq,
+            helper,
+        };
+        pair.connection_settings()?;
+        Ok(pair)
+    }
+
+    fn connection_settings(&mut self) -> anyhow::Result<()> {
+        self.pl.execute_batch("PRAGMA synchronous = OFF")?;
+        self.sq.execute_batch("PRAGMA synchronous = OFF")?;
+        Ok(())
+    }
+
+    /// Run one step. `Err` is a failure, with what differed.
+    pub fn step(&mut self, step: &Step, st: &mut Stats) -> Result<(), String> {
+        match step {
+            Step::Exec(sql) => {
+                let a = pl_exec(&mut self.pl, sql);
+                let b = sq_exec(&self.sq, sql);
+                self.agree(sql, a, b, st)
+            }
+            Step::Pleroma(sql) => {
+                self.pl
+                    .execute_batch(sql)
+                    .map_err(|e| format!("{sql}: {e}"))?;
+                Ok(())
+            }
+            Step::Second(sql) => {
+                let a = (|| {
+                    let db =
+                        rusqlite::Connection::open(&self.pl_path).map_err(|e| e.to_string())?;
+                    db.execute_batch("PRAGMA foreign_keys = ON")
+                        .map_err(|e| e.to_string())?;
+                    sq_exec(&db, sql)
+                })();
+                let b = sq_exec(&self.sq, sql);
+                self.agree(sql, a, b, st)
+            }
+            Step::Process(sql) => {
+                let a = match &self.helper {
+                    Some(h) => run_process(h, &self.pl_path, sql),
+                    None => {
+                        let db =
+                            rusqlite::Connection::open(&self.pl_path).map_err(|e| e.to_string())?;
+                        db.execute_batch("PRAGMA foreign_keys = ON")
+                            .map_err(|e| e.to_string())?;
+                        sq_exec(&db, sql)
+                    }
+                };
+                let b = sq_exec(&self.sq, sql);
+                let (a, b) = (a.map(|_| 0), b.map(|_| 0));
+                self.agree(sql, a, b, st)
+            }
+            Step::Reopen => {
+                // Assigning drops the old connection after the new one opens.
+                self.pl =
+                    pleroma::Connection::open(&self.pl_path).map_err(|e| format!("reopen: {e}"))?;
+                self.pl
+                    .execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = OFF")
+                    .map_err(|e| e.to_string())?;
+                Ok(())
+            }
+            Step::Check(q) => self.check(q, st),
+            Step::Tlp(t) => self.tlp(t, st),
+            Step::NoRec(p) => self.norec(p, st),
+        }
+    }
+
+    fn agree(
+        &mut self,
+        sql: &str,
+        a: Result<usize, String>,
+        b: Result<usize, String>,
+        st: &mut Stats,
+    ) -> Result<(), String> {
+        let dml = {
+            let head = sql.trim_start().get(..7).unwrap_or("").to_ascii_uppercase();
+            ["INSERT", "UPDATE", "DELETE", "REPLACE"]
+                .iter()
+                .any(|k| head.starts_with(k))
+        };
+        let same = match (&a, &b) {
+            (Ok(x), Ok(y)) => !dml || x == y,
+            (Err(x), Err(y)) => x == y,
+            _ => false,
+        };
+        if !same {
+            return Err(format!(
+                "write differs: {sql}\n  pleroma: {a:?}\n  sqlite:  {b:?}"
+            ));
+        }
+        st.pass("writes");
+        Ok(())
+    }
+
+    /// A query on the Pleroma side: served queries under
+    /// `pleroma_route = plane`. Returns the answer and the route.
+    fn pl_query(&mut self, q: &Query, st: &mut Stats) -> Result<(Answer, RouteKind), String> {
+        let class = st.classes.entry(q.class).or_default();
+        class.checks += 1;
+        if q.class.served() {
+            self.pl.set_route_mode(RouteMode::Plane);
+            let r = self.pl.query(&q.sql, &q.params);
+            self.pl.set_route_mode(RouteMode::Auto);
+            match r {
+                Err(pleroma::Error::NotServed(reason)) => {
+                    if !allowed_decline(&reason) {
+                        class.declined += 1;
+                        return Err(format!(
+                            "class {} declined: {reason}\n  {}{}",
+                            q.class,
+                            q.sql,
+                            params_note(&q.params)
+                        ));
+                    }
+                    class.allowed += 1;
+                    *st.allowed.entry(reason).or_default() += 1;
+                    let r = self.pl.query(&q.sql, &q.params);
+                    Ok((answer(r), self.pl.last_route().kind))
+                }
+                r => {
+                    class.served += 1;
+                    Ok((answer(r), RouteKind::Plane))
+                }
+            }
+        } else {
+            let r = self.pl.query(&q.sql, &q.params);
+            let kind = self.pl.last_route().kind;
+            if kind == RouteKind::Engine {
+                class.declined += 1;
+            } else {
+                class.served += 1;
+            }
+            if q.class == Class::Out && r.is_ok() && kind != RouteKind::Engine {
+                return Err(format!(
+                    "outside the served classes but routed to {kind}: {}{}",
+                    q.sql,
+                    params_note(&q.params)
+                ));
+            }
+            Ok((answer(r), kind))
+        }
+    }
+
+    fn check(&mut self, q: &Query, st: &mut Stats) -> Result<(), String> {
+        let want = sq_query(&self.sq, &q.sql, &q.params);
+        let (got, kind) = self.pl_query(q, st)?;
+        compare(&want, &got, &q.order).map_err(|e| {
+            format!(
+                "{e}\n  class {} route {kind}: {}{}\n  pleroma: {got:?}\n  sqlite:  {want:?}",
+                q.class,
+                q.sql,
+                params_note(&q.params)
+            )
+        })?;
+        st.pass("differential");
+        Ok(())
+    }
+
+    /// TLP: the answer equals the combination of the answers under `p`,
+    /// `NOT p` and `p IS NULL`.
+    fn tlp(&mut self, t: &Tlp, st: &mut Stats) -> Result<(), String> {
+        let class = if t.base.is_some() {
+            Class::D
+        } else if !t.group.is_empty() {
+            Class::G
+        } else {
+            Class::T
+        };
+        let whole = Query {
+            sql: t.query(None),
+            params: Vec::new(),
+            class,
+            order: Order::Unordered,
+        };
+        self.check(&whole, st)?;
+        let all = answer(self.pl.query(&whole.sql, &[]));
+        let g = t.group.len();
+        let mut parts = BTreeMap::new();
+        let mut routes = Vec::new();
+        for f in [t.p.clone(), format!("NOT ({})", t.p), t.pnull.clone()] {
+            let sql = t.query(Some(&f));
+            let rows = answer(self.pl.query(&sql, &[]))
+                .map_err(|e| format!("TLP part failed: {sql}: {e}"))?;
+            routes.push(self.pl.last_route().kind);
+            tlp_fold(&mut parts, &rows.1, g).map_err(|e| format!("TLP part {sql}: {e}"))?;
+        }
+        let all = all.map_err(|e| format!("TLP whole failed: {e}"))?;
+        let mut whole_map = BTreeMap::new();
+        tlp_fold(&mut whole_map, &all.1, g)?;
+        // Groups that exist only as empty partitions of a scalar query.
+        if whole_map != parts {
+            return Err(format!(
+                "TLP differs: {}\n  p = {}  (routes of the parts: {routes:?})\n  whole: {whole_map:?}\n  parts: {parts:?}",
+                whole.sql, t.p
+            ));
+        }
+        st.pass("tlp");
+        Ok(())
+    }
+
+    /// NoREC: the plane's `COUNT(*) WHERE p` equals the engine's count of
+    /// the rows for which `p` is true.
+    fn norec(&mut self, p: &str, st: &mut Stats) -> Result<(), String> {
+        let served = Query {
+            sql: format!("SELECT COUNT(*) FROM t WHERE {p}"),
+            params: Vec::new(),
+            class: Class::W,
+            order: Order::Total,
+        };
+        self.check(&served, st)?;
+        self.pl.set_route_mode(RouteMode::Plane);
+        let a = answer(self.pl.query(&served.sql, &[]));
+        self.pl.set_route_mode(RouteMode::Auto);
+        let sql = format!("SELECT COUNT(CASE WHEN {p} THEN 1 END) FROM t");
+        let b = answer(self.pl.query(&sql, &[]));
+        let kind = self.pl.last_route().kind;
+        if kind != RouteKind::Engine {
+            return Err(format!(
+                "NoREC: the engine-side count was routed to {kind}: {sql}"
+            ));
+        }
+        let (a, b) = (a.map(|r| r.1), b.map(|r| r.1));
+        if a != b {
+            return Err(format!(
+                "NoREC differs: WHERE {p}\n  plane:  {a:?}\n  engine: {b:?}"
+            ));
+        }
+        st.pass("norec");
+        Ok(())
+    }
+}
+
+/// Per group key: COUNT(*), COUNT(m), SUM(m), MIN(m), MAX(m), combined.
+type TlpMap = BTreeMap<String, (i64, i64, Option<i128>, Option<i64>, Option<i64>)>;
+
+fn tlp_fold(map: &mut TlpMap, rows: &[Vec<Value>], g: usize) -> Result<(), String> {
+    let int = |v: &Value| match v {
+        Value::Integer(i) => Ok(Some(*i)),
+        Value::Null => Ok(None),
+        other => Err(format!("unexpected {other:?}")),
+    };
+    for r in rows {
+        let key = format!("{:?}", &r[..g]);
+        let (n, nn, sum, min, max) = (
+            int(&r[g])?,
+            int(&r[g + 1])?,
+            int(&r[g + 2])?,
+            int(&r[g + 3])?,
+            int(&r[g + 4])?,
+        );
+        let (n, nn) = (n.unwrap_or(0), nn.unwrap_or(0));
+        if g > 0 && n == 0 {
+            continue;
+        }
+        let e = map.entry(key).or_insert((0, 0, None, None, None));
+        e.0 += n;
+        e.1 += nn;
+        if let Some(s) = sum {
+            e.2 = Some(e.2.unwrap_or(0) + s as i128);
+        }
+        e.3 = match (e.3, min) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        e.4 = match (e.4, max) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    Ok(())
+}
+
+fn params_note(params: &[Value]) -> String {
+    if params.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "  -- params: {}",
+            params
+                .iter()
+                .map(crate::schema::value_sql)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+}
+
+fn answer(r: pleroma::Result<pleroma::Rows>) -> Answer {
+    r.map(|r| (r.columns, r.rows)).map_err(|e| e.to_string())
+}
+
+/// Compare two answers as `order` says.
+pub fn compare(want: &Answer, got: &Answer, order: &Order) -> Result<(), String> {
+    let (want, got) = match (want, got) {
+        (Err(a), Err(b)) if a == b => return Ok(()),
+        (Ok(a), Ok(b)) => (a, b),
+        _ => return Err("answers differ".into()),
+    };
+    if want.0 != got.0 {
+        return Err("column names differ".into());
+    }
+    let sorted = |rows: &[Vec<Value>]| {
+        let mut v: Vec<String> = rows.iter().map(|r| format!("{r:?}")).collect();
+        v.sort();
+        v
+    };
+    match order {
+        Order::Total => {
+            if want.1 != got.1 {
+                return Err("rows differ (in order)".into());
+            }
+        }
+        Order::Unordered => {
+            if sorted(&want.1) != sorted(&got.1) {
+                return Err("rows differ (as multisets)".into());
+            }
+        }
+        Order::Keys(keys) => {
+            let proj = |rows: &[Vec<Value>]| {
+                rows.iter()
+                    .map(|r| keys.iter().map(|&k| r[k].clone()).collect::<Vec<_>>())
+                    .collect::<Vec<_>>()
+            };
+            if proj(&want.1) != proj(&got.1) {
+                return Err("ORDER BY keys differ (in order)".into());
+            }
+            if sorted(&want.1) != sorted(&got.1) {
+                return Err("rows differ (as multisets)".into());
+            }
+        }
+        Order::CountOnly => {
+            if want.1.len() != got.1.len() {
+                return Err("row counts differ".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn pl_exec(pl: &mut pleroma::Connection, sql: &str) -> Result<usize, String> {
+    // `query` runs any statement and returns its rows (RETURNING, PRAGMAs).
+    pl.query(sql, &[]).map_err(|e| e.to_string())?;
+    Ok(pl.sqlite().changes() as usize)
+}
+
+/// Run a statement on plain SQLite, as Pleroma runs it.
+pub fn sq_exec(db: &rusqlite::Connection, sql: &str) -> Result<usize, String> {
+    let mut stmt = db.prepare(sql).map_err(|e| e.to_string())?;
+    if stmt.column_count() == 0 {
+        return stmt.execute([]).map_err(|e| e.to_string());
+    }
+    let mut rows = stmt.query([]).map_err(|e| e.to_string())?;
+    while rows.next().map_err(|e| e.to_string())?.is_some() {}
+    drop(rows);
+    Ok(db.changes() as usize)
+}
+
+pub fn sq_query(db: &rusqlite::Connection, sql: &str, params: &[Value]) -> Answer {
+    let mut stmt = db.prepare(sql).map_err(|e| e.to_string())?;
+    let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
+    let n = columns.len();
+    let mut rows = stmt
+        .query(rusqlite::params_from_iter(params.iter()))
+        .map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next().map_err(|e| e.to_string())? {
+        out.push(
+            (0..n)
+                .map(|i| r.get::<_, Value>(i))
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    Ok((columns, out))
+}
+
+/// A write from another process: the helper program opens the file with
+/// plain SQLite and runs the statement.
+fn run_process(helper: &Path, db: &Path, sql: &str) -> Result<usize, String> {
+    let out = Command::new(helper)
+        .arg("--exec-sql")
+        .arg(db)
+        .arg(sql)
+        .output()
+        .map_err(|e| format!("spawn {}: {e}", helper.display()))?;
+    if out.status.success() {
+        Ok(0)
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+    }
+}
+
+/// The helper's side of [`Step::Process`]: run `sql` on `db`. The error, if
+/// any, goes to stderr exactly as SQLite words it.
+pub fn exec_sql_main(db: &str, sql: &str) -> i32 {
+    let r = rusqlite::Connection::open(db)
+        .map_err(|e| e.to_string())
+        .and_then(|c| {
+            c.execute_batch("PRAGMA foreign_keys = ON")
+                .map_err(|e| e.to_string())
+                .map(|_| c)
+        })
+        .and_then(|c| sq_exec(&c, sql));
+    match r {
+        Ok(_) => 0,
+        Err(e) => {
+            eprint!("{e}");
+            1
+        }
+    }
+}
+
+/// `PleromaSumExact` for the plain-SQLite side, written here independently
+/// of the router's: the exact sum as TEXT, NULL when no value was summed.
+struct SumExact;
+
+impl Aggregate<Option<i128>, Option<String>> for SumExact {
+    fn init(&self, _: &mut Context<'_>) -> rusqlite::Result<Option<i128>> {
+        Ok(None)
+    }
+
+    fn step(&self, ctx: &mut Context<'_>, acc: &mut Option<i128>) -> rusqlite::Result<()> {
+        match ctx.get_raw(0) {
+            ValueRef::Null => Ok(()),
+            ValueRef::Integer(i) => {
+                *acc = Some(acc.unwrap_or(0) + i as i128);
+                Ok(())
+            }
+            _ => Err(rusqlite::Error::UserFunctionError(
+                "PleromaSumExact: a non-INTEGER value".into(),
+            )),
+        }
+    }
+
+    fn finalize(
+        &self,
+        _: &mut Context<'_>,
+        acc: Option<Option<i128>>,
+    ) -> rusqlite::Result<Option<String>> {
+        Ok(acc.flatten().map(|s| s.to_string()))
+    }
+}
+
+fn register_sum_exact(db: &rusqlite::Connection) -> rusqlite::Result<()> {
+    db.create_aggregate_function(
+        "PleromaSumExact",
+        1,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        SumExact,
+    )
+}
