@@ -97,9 +97,15 @@ fn script(s: &mut Session, mut input: impl BufRead) -> anyhow::Result<ExitCode> 
         }
         let text = String::from_utf8_lossy(&buf);
         let line = text.trim_end_matches('\n').trim_end_matches('\r');
-        if let Flow::Exit(code) = g.feed(s, line, &mut out)? {
-            out.flush()?;
-            return Ok(ExitCode::from(code));
+        match g.feed(s, line, &mut out)? {
+            Flow::Continue => {}
+            // `.quit` ends the script like the end of input (errors still
+            // make it exit 1); `.exit N` exits with N at once.
+            Flow::Exit(0) => break,
+            Flow::Exit(code) => {
+                out.flush()?;
+                return Ok(ExitCode::from(code));
+            }
         }
     }
     if g.pending() {

@@ -104,3 +104,29 @@ SELECT region, SUM(qty) FROM t GROUP BY region ORDER BY region;
     let r = shell(&b, &format!("{first}\n.stats\n"));
     assert!(r.stdout.contains("served by a plane: 1\n"), "{}", r.stdout);
 }
+
+#[test]
+fn quit_and_exit_end_the_script_as_in_sqlite3() {
+    if !have_sqlite3() {
+        println!("skipped: the sqlite3 program is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for script in [
+        "SELECT * FROM nope;\n.quit\nSELECT 'not reached';\n",
+        "SELECT 1;\n.exit\nSELECT 'not reached';\n",
+        "SELECT 1;\n.exit 3\nSELECT 'not reached';\n",
+    ] {
+        let want = run(
+            "sqlite3",
+            &[dir.path().join("a.db").to_str().unwrap()],
+            script,
+        );
+        let got = shell(&dir.path().join("b.db"), script);
+        assert_eq!(
+            (&got.stdout, &got.stderr, got.code),
+            (&want.stdout, &want.stderr, want.code),
+            "{script}"
+        );
+    }
+}
