@@ -41,8 +41,9 @@ const PLAN_W: [u32; 3] = [60, 30, 10];
 const CHANNELS: [&str; 6] = ["search", "ads", "social", "email", "direct", "referral"];
 const CHANNEL_W: [u32; 6] = [30, 20, 15, 10, 15, 10];
 const DAYPARTS: [&str; 4] = ["morning", "afternoon", "evening", "night"];
-/// 2024-01-01T00:00:00Z; events are about 3 s apart.
+/// 2024-01-01T00:00:00Z; the events spread over a year.
 const TS0: i64 = 1_704_067_200;
+const YEAR: i64 = 366 * 86_400;
 
 /// Create and fill `events` with `rows` rows.
 pub fn create_and_load(
@@ -57,6 +58,7 @@ pub fn create_and_load(
                              revenue_cents INTEGER, items INTEGER);",
     )?;
     let users = (rows / 10).max(1);
+    let step = (YEAR / rows.max(1) as i64).max(1);
     let mut rng = Rng::new(seed);
     let pb = gen::progress(progress, rows, "events");
     conn.execute_batch("BEGIN")?;
@@ -65,7 +67,7 @@ pub fn create_and_load(
             "INSERT INTO events VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         )?;
         for id in 1..=rows {
-            let ts = TS0 + id as i64 * 3 + rng.below(3) as i64;
+            let ts = TS0 + id as i64 * step + rng.below(step as u64) as i64;
             let device = rng.weighted(&DEVICE_W);
             // Phones run iOS or Android, computers Windows or macOS.
             let os = if device == 1 {
@@ -222,7 +224,7 @@ pub fn queries(rows: u64) -> Vec<Query> {
             "SELECT MAX(revenue_cents), MIN(items) FROM events WHERE channel = 'email' AND os IN ('ios', 'android')"
                 .into(),
         ),
-        q("x1_ts_filter", "X", format!("SELECT COUNT(*) FROM events WHERE ts >= {}", TS0 + r * 3 / 2)),
+        q("x1_ts_filter", "X", format!("SELECT COUNT(*) FROM events WHERE ts >= {}", TS0 + YEAR / 2)),
         q("x2_distinct_users", "X", "SELECT COUNT(DISTINCT user_id) FROM events WHERE country = 'US'".into()),
         q("x3_sum_non_measure", "X", "SELECT SUM(user_id) FROM events WHERE device = 'mobile'".into()),
         q(

@@ -91,6 +91,7 @@ fn export(
     db: &rusqlite::Connection,
     table: &str,
     dir: &Path,
+    db_path: &Path,
 ) -> Result<(PathBuf, Vec<(String, String)>)> {
     let mut cols = Vec::new();
     {
@@ -103,7 +104,8 @@ fn export(
         }
     }
     let path = dir.join(format!("{table}.csv"));
-    if !path.exists() {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if !path.exists() || modified(&path) < modified(db_path) {
         let tmp = dir.join(format!("{table}.csv.tmp"));
         let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
         writeln!(
@@ -140,7 +142,7 @@ pub fn run(w: &Workload, opts: &Options) -> Result<DuckRun> {
     let db = rusqlite::Connection::open(&w.path)?;
     let mut tables = Vec::new();
     for t in &w.tables {
-        let (csv, columns) = export(&db, t, &dir)?;
+        let (csv, columns) = export(&db, t, &dir, &w.path)?;
         tables.push(json!({ "name": t, "csv": csv, "columns": columns }));
     }
     drop(db);

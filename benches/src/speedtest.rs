@@ -78,13 +78,11 @@ fn timed(f: impl FnOnce() -> Result<()>) -> Result<Times> {
     })
 }
 
+/// An answer: rows of values.
+type Rows = Vec<Vec<Value>>;
+
 /// One run of the suite on `arm`: the times of each test, and the answers.
-fn suite(
-    arm: Arm,
-    rows: u64,
-    seed: u64,
-    pass: usize,
-) -> Result<(Vec<Times>, Vec<Vec<Vec<Value>>>)> {
+fn suite(arm: Arm, rows: u64, seed: u64, pass: usize) -> Result<(Vec<Times>, Vec<Rows>)> {
     let dir = gen::data_dir().join("scratch");
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(format!("speedtest-{}-{pass}.db", arm.name()));

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Every benchmark workload at a tiny size with the answer check on (no timing
+# assertions): the harness must never rot. Called from .ci/run.
+# Builds once; the data is generated into a temporary directory.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --bin pleroma
+bin=target/release/pleroma
+export PLEROMA_BENCH_DATA="${PLEROMA_BENCH_DATA:-$(mktemp -d)}"
+out="$PLEROMA_BENCH_DATA/results"
+mkdir -p "$out"
+fast=(--budget-ms 5 --max-calls 5)
+for w in ledger dashboard classes; do
+    "$bin" bench "$w" --rows 2000 "${fast[@]}" --json "$out/$w.json" --svg "$out/$w.svg" > "$out/$w.md"
+done
+"$bin" bench writes --rows 2000 --json "$out/writes.json" > "$out/writes.md"
+"$bin" bench speedtest --rows 600 --json "$out/speedtest.json" > "$out/speedtest.md"
+# The regression gate reads what the harness writes (a file against itself
+# never regresses).
+"$bin" bench compare "$out/ledger.json" "$out/ledger.json"
+echo "benches/ci.sh: every workload ran and every arm gave the same answers"
