@@ -252,6 +252,7 @@ fn single_rows(
             drop(reopened);
         }
         c = ArmConn::open(arm, &path)?;
+        c.batch(FILE_SETTINGS)?;
         report.cells.push(cell(
             "plane_build",
             arm,
