@@ -10,15 +10,19 @@
 //! the other nine.
 //!
 //! Left out: the server (networked) arms and SQL Server of the seed.
-//! Bulk-load rows/s is reported for the SQLite load only.
+//! Bulk-load rows/s per arm with `--load` (a second full load per arm).
 //!
 //! Run: `cargo run --release --bin pleroma -- bench ledger --rows 1000000`
 //! (full size is `--rows 10000000`).
 
+use std::time::Instant;
+
 use anyhow::Result;
+use rusqlite::types::Value;
 
 use crate::gen::{self, Rng};
-use crate::harness::{self, Options, Query, Workload};
+use crate::harness::{self, Arm, Options, Query, Workload};
+use crate::writes::ArmConn;
 use crate::Outcome;
 
 /// The plane of the ledger: a 10-bit joint (4 regions × 5 statuses × 24 months).
@@ -90,6 +94,73 @@ pub const QUERIES: &[(&str, &str)] = &[
     ),
 ];
 
+const SCHEMA: &str =
+    "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT, region TEXT, segment TEXT);
+     CREATE TABLE invoices(id INTEGER PRIMARY KEY, customer_id INTEGER, region TEXT, status TEXT,
+                           month INTEGER, amount_cents INTEGER);";
+const INSERTS: [&str; 2] = [
+    "INSERT INTO customers VALUES (?1, ?2, ?3, ?4)",
+    "INSERT INTO invoices VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+];
+
+/// Generate the ledger's rows in load order, handing each to `emit` with
+/// the index of its INSERT in [`INSERTS`] (0 customers, 1 invoices).
+fn generate(
+    invoices: u64,
+    seed: u64,
+    progress: bool,
+    mut emit: impl FnMut(usize, &[Value]) -> Result<()>,
+) -> Result<()> {
+    let customers = (invoices / 50).max(1);
+    let mut rng = Rng::new(seed);
+    let pb = gen::progress(progress, customers + invoices, "ledger");
+    let mut cust_region = Vec::with_capacity(customers as usize);
+    for id in 1..=customers {
+        let region = rng.weighted(&REGION_WEIGHTS);
+        let segment = SEGMENTS[rng.weighted(&SEGMENT_WEIGHTS)];
+        emit(
+            0,
+            &[
+                Value::Integer(id as i64),
+                Value::Text(format!("customer {id:06}")),
+                Value::Text(REGIONS[region].into()),
+                Value::Text(segment.into()),
+            ],
+        )?;
+        cust_region.push(region as u8);
+        if id % 65536 == 0 {
+            pb.inc(65536);
+        }
+    }
+    pb.set_position(customers);
+    for id in 1..=invoices {
+        let cust = rng.below(customers);
+        let region = REGIONS[cust_region[cust as usize] as usize];
+        let status = STATUSES[rng.weighted(&STATUS_WEIGHTS)];
+        let m = rng.below(24) as i64;
+        let month = 202301 + (m / 12) * 100 + m % 12;
+        // Skewed towards small invoices: 1.00 to 10,000.00.
+        let u = rng.unit();
+        let amount = 100 + (u * u * u * 999_900.0) as i64;
+        emit(
+            1,
+            &[
+                Value::Integer(id as i64),
+                Value::Integer(cust as i64 + 1),
+                Value::Text(region.into()),
+                Value::Text(status.into()),
+                Value::Integer(month),
+                Value::Integer(amount),
+            ],
+        )?;
+        if id % 65536 == 0 {
+            pb.inc(65536);
+        }
+    }
+    pb.finish_and_clear();
+    Ok(())
+}
+
 /// Create `customers` and `invoices` on `conn` and fill them with `invoices`
 /// rows (and one customer per 50 invoices), deterministically from `seed`,
 /// in one transaction with prepared INSERTs.
@@ -99,60 +170,49 @@ pub fn create_and_load(
     seed: u64,
     progress: bool,
 ) -> Result<()> {
-    conn.execute_batch(
-        "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT, region TEXT, segment TEXT);
-         CREATE TABLE invoices(id INTEGER PRIMARY KEY, customer_id INTEGER, region TEXT, status TEXT,
-                               month INTEGER, amount_cents INTEGER);",
-    )?;
-    let customers = (invoices / 50).max(1);
-    let mut rng = Rng::new(seed);
-    let pb = gen::progress(progress, customers + invoices, "ledger");
+    conn.execute_batch(SCHEMA)?;
     conn.execute_batch("BEGIN")?;
-    let mut cust_region = Vec::with_capacity(customers as usize);
     {
-        let mut ins = conn.prepare("INSERT INTO customers VALUES (?1, ?2, ?3, ?4)")?;
-        for id in 1..=customers {
-            let region = rng.weighted(&REGION_WEIGHTS);
-            let segment = SEGMENTS[rng.weighted(&SEGMENT_WEIGHTS)];
-            ins.execute(rusqlite::params![
-                id as i64,
-                format!("customer {id:06}"),
-                REGIONS[region],
-                segment
-            ])?;
-            cust_region.push(region as u8);
-            if id % 65536 == 0 {
-                pb.inc(65536);
-            }
-        }
-    }
-    pb.set_position(customers);
-    {
-        let mut ins = conn.prepare("INSERT INTO invoices VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
-        for id in 1..=invoices {
-            let cust = rng.below(customers);
-            let region = REGIONS[cust_region[cust as usize] as usize];
-            let status = STATUSES[rng.weighted(&STATUS_WEIGHTS)];
-            let m = rng.below(24) as i64;
-            let month = 202301 + (m / 12) * 100 + m % 12;
-            // Skewed towards small invoices: 1.00 to 10,000.00.
-            let u = rng.unit();
-            let amount = 100 + (u * u * u * 999_900.0) as i64;
-            ins.execute(rusqlite::params![
-                id as i64,
-                cust as i64 + 1,
-                region,
-                status,
-                month,
-                amount
-            ])?;
-            if id % 65536 == 0 {
-                pb.inc(65536);
-            }
-        }
+        let mut ins = [conn.prepare(INSERTS[0])?, conn.prepare(INSERTS[1])?];
+        generate(invoices, seed, progress, |k, row| {
+            ins[k].execute(rusqlite::params_from_iter(row))?;
+            Ok(())
+        })?;
     }
     conn.execute_batch("COMMIT")?;
-    pb.finish_and_clear();
+    Ok(())
+}
+
+/// Bulk-load rows/s of each arm: the whole ledger into a new file in one
+/// transaction (the plane arm attaches to the empty table first, so the
+/// load feeds it row by row).
+pub fn load_rates(rows: u64, opts: &Options, report: &mut harness::Report) -> Result<()> {
+    for &arm in &opts.arms {
+        if arm == Arm::Duckdb {
+            continue;
+        }
+        let dir = gen::data_dir().join("scratch");
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join(format!("ledger-load-{}.db", arm.name()));
+        let _ = std::fs::remove_file(&path);
+        let mut c = ArmConn::open(arm, &path)?;
+        c.batch(SCHEMA)?;
+        if arm == Arm::Plane {
+            c.batch(PLANE_PRAGMA)?;
+        }
+        let t = Instant::now();
+        c.exec("BEGIN", &[])?;
+        generate(rows, opts.seed, false, |k, row| c.exec(INSERTS[k], row))?;
+        c.exec("COMMIT", &[])?;
+        let secs = t.elapsed().as_secs_f64();
+        let total = rows + (rows / 50).max(1);
+        report.figures.insert(
+            format!("bulk load rows/s {}", arm.name()),
+            (total as f64 / secs).round(),
+        );
+        drop(c);
+        let _ = std::fs::remove_file(&path);
+    }
     Ok(())
 }
 
@@ -177,9 +237,12 @@ pub fn workload(rows: u64, seed: u64) -> Result<Workload> {
 }
 
 /// Run the ledger on every arm.
-pub fn run(rows: u64, opts: &Options) -> Result<Outcome> {
+pub fn run(rows: u64, opts: &Options, load: bool) -> Result<Outcome> {
     let w = workload(rows, opts.seed)?;
-    let report = harness::run_reads(&w, opts)?;
+    let mut report = harness::run_reads(&w, opts)?;
+    if load {
+        load_rates(rows, opts, &mut report)?;
+    }
     let markdown = harness::markdown(&report, &w.queries);
     Ok(Outcome {
         report,

@@ -73,6 +73,9 @@ struct RunArgs {
     /// Time budget of one timed loop of one cell, in ms.
     #[arg(long, default_value_t = 200.0)]
     budget_ms: f64,
+    /// ledger: also measure bulk-load rows/s per arm (a full load per arm).
+    #[arg(long)]
+    load: bool,
     /// Most calls in one timed loop.
     #[arg(long, default_value_t = 200)]
     max_calls: usize,
@@ -123,7 +126,7 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
         max_calls: a.max_calls.max(3),
     };
     let out = match name {
-        "ledger" => ledger::run(a.rows.unwrap_or(100_000), &opts)?,
+        "ledger" => ledger::run(a.rows.unwrap_or(100_000), &opts, a.load)?,
         "dashboard" => dashboard::run(a.rows.unwrap_or(100_000), &opts)?,
         "classes" => classes::run(a.rows.unwrap_or(100_000), &opts)?,
         "writes" => writes::run(a.rows.unwrap_or(100_000), &opts)?,
