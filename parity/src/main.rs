@@ -5,6 +5,7 @@
 //!                [--repro-dir DIR] [--no-shrink]
 //! pleroma-parity --mutations [--rows N] [--cases N] [--seed S]
 //! pleroma-parity --replay FILE.sql
+//! pleroma-parity --shrink FILE.sql     (writes FILE.min.sql)
 //! ```
 //!
 //! The last line is `parity: N passed, M failed` (or, with `--mutations`,
@@ -43,6 +44,7 @@ fn real_main(args: &[String]) -> anyhow::Result<bool> {
     cfg.repro_dir = Some(PathBuf::from("parity-failures"));
     let mut mutations = false;
     let mut replay: Option<PathBuf> = None;
+    let mut shrink: Option<PathBuf> = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().with_context(|| format!("{a} needs a value"));
@@ -56,12 +58,34 @@ fn real_main(args: &[String]) -> anyhow::Result<bool> {
             "--verbose" => cfg.verbose = true,
             "--mutations" => mutations = true,
             "--replay" => replay = Some(PathBuf::from(val()?)),
+            "--shrink" => shrink = Some(PathBuf::from(val()?)),
             "--help" | "-h" => {
-                println!("usage: pleroma-parity [--rows N] [--cases N] [--seed S] [--blocks N] [--verbose] [--repro-dir DIR] [--no-shrink]\n       pleroma-parity --mutations [--rows N] [--cases N] [--seed S]\n       pleroma-parity --replay FILE.sql");
+                println!("usage: pleroma-parity [--rows N] [--cases N] [--seed S] [--blocks N] [--verbose] [--repro-dir DIR] [--no-shrink]\n       pleroma-parity --mutations [--rows N] [--cases N] [--seed S]\n       pleroma-parity --replay FILE.sql\n       pleroma-parity --shrink FILE.sql   (writes FILE.min.sql)");
                 return Ok(true);
             }
             other => bail!("unknown argument {other} (try --help)"),
         }
+    }
+    if let Some(file) = shrink {
+        let text =
+            std::fs::read_to_string(&file).with_context(|| format!("read {}", file.display()))?;
+        let steps = repro::parse(&text)?;
+        let Some((small, message)) =
+            runner::shrink_file(&steps, cfg.helper.clone(), cfg.shrink_budget)
+        else {
+            println!("{}: nothing fails", file.display());
+            return Ok(true);
+        };
+        let out = file.with_extension("min.sql");
+        std::fs::write(&out, repro::write(&small, &message))?;
+        println!(
+            "{} steps -> {} steps: {}",
+            steps.len(),
+            small.len(),
+            out.display()
+        );
+        println!("{message}");
+        return Ok(false);
     }
     if let Some(file) = replay {
         let text =

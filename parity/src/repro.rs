@@ -194,23 +194,33 @@ fn parse_params(list: &str) -> anyhow::Result<Vec<Value>> {
     Ok(row)
 }
 
-/// A multi-row `INSERT ... VALUES` with its second half of rows removed.
-pub fn halve_values(s: &Step) -> Option<Step> {
-    let Step::Exec(sql) = s else { return None };
-    let at = sql.find(" VALUES (")?;
+/// A multi-row `INSERT ... VALUES` with half of its rows: the first half,
+/// then the second (empty if the statement has fewer than two rows).
+pub fn halve_values(s: &Step) -> Vec<Step> {
+    let Step::Exec(sql) = s else {
+        return Vec::new();
+    };
+    let Some(at) = sql.find(" VALUES (") else {
+        return Vec::new();
+    };
     let (head, list) = sql.split_at(at + " VALUES ".len());
-    let list = list.strip_prefix('(')?;
+    let list = &list[1..];
     // Rows hold no parentheses: the list ends at the first ')' after the
     // last "), (".
-    let last_sep = list.rfind("), (")?;
-    let e = last_sep + 4 + list[last_sep + 4..].find(')')?;
+    let Some(last_sep) = list.rfind("), (") else {
+        return Vec::new();
+    };
+    let Some(end) = list[last_sep + 4..].find(')') else {
+        return Vec::new();
+    };
+    let e = last_sep + 4 + end;
     let (list, tail) = (&list[..e], &list[e + 1..]);
     let rows: Vec<&str> = list.split("), (").collect();
-    if rows.len() < 2 {
-        return None;
-    }
-    let keep = &rows[..rows.len() / 2];
-    Some(Step::Exec(format!("{head}({}){tail}", keep.join("), ("))))
+    let (a, b) = rows.split_at(rows.len() / 2);
+    [a, b]
+        .iter()
+        .map(|half| Step::Exec(format!("{head}({}){tail}", half.join("), ("))))
+        .collect()
 }
 
 #[cfg(test)]
@@ -238,9 +248,14 @@ mod tests {
         );
         assert_eq!(
             halve_values(&s),
-            Some(Step::Exec(
-                "INSERT INTO t(a, b) VALUES (1, 'x y') ON CONFLICT(u) DO NOTHING".into()
-            ))
+            vec![
+                Step::Exec(
+                    "INSERT INTO t(a, b) VALUES (1, 'x y') ON CONFLICT(u) DO NOTHING".into()
+                ),
+                Step::Exec(
+                    "INSERT INTO t(a, b) VALUES (2, NULL), (3, 4) ON CONFLICT(u) DO NOTHING".into()
+                ),
+            ]
         );
     }
 }

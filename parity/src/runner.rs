@@ -195,17 +195,52 @@ pub fn replay(steps: &[Step], helper: Option<PathBuf>) -> anyhow::Result<(Stats,
     Ok((st, failures))
 }
 
-/// Delta-debug the steps before the failing one (keeping it last), then
-/// write the reproduction.
 fn shrink_and_save(cfg: &Config, dir: &Path, steps: &[Step], f: &Failure) -> Option<PathBuf> {
-    let deadline = Instant::now() + cfg.shrink_budget;
+    let (cur, message) = shrink(steps, cfg.helper.clone(), cfg.shrink_budget)?;
+    std::fs::create_dir_all(dir).ok()?;
+    let path = dir.join(format!("parity-seed-{}-rows-{}.sql", f.seed, cfg.rows));
+    let message = message.unwrap_or_else(|| f.message.clone());
+    let text = repro::write(
+        &cur,
+        &format!(
+            "seed {} (rows {}), step {}\n{message}",
+            f.seed, cfg.rows, f.step
+        ),
+    );
+    std::fs::write(&path, text).ok()?;
+    Some(path)
+}
+
+/// Shrink a reproduction: replay `steps`, cut them after the first failing
+/// step, and shrink that. `None` if nothing fails.
+pub fn shrink_file(
+    steps: &[Step],
+    helper: Option<PathBuf>,
+    budget: Duration,
+) -> Option<(Vec<Step>, String)> {
+    let mut pair = Pair::new(helper.clone()).ok()?;
+    let mut st = Stats::default();
+    let first = steps.iter().position(|s| pair.step(s, &mut st).is_err())?;
+    drop(pair);
+    let (cur, message) = shrink(&steps[..=first], helper, budget)?;
+    Some((cur, message.unwrap_or_default()))
+}
+
+/// Delta-debug the steps before the failing one (keeping it last): the
+/// smallest list found within `budget` that still fails, and its message.
+pub fn shrink(
+    steps: &[Step],
+    helper: Option<PathBuf>,
+    budget: Duration,
+) -> Option<(Vec<Step>, Option<String>)> {
+    let deadline = Instant::now() + budget;
     let (last, head) = steps.split_last()?;
     // Earlier checks cannot matter to the failing one.
     let mut cur: Vec<Step> = head.iter().filter(|s| !s.is_check()).cloned().collect();
     let fails = |v: &[Step]| {
         let mut all = v.to_vec();
         all.push(last.clone());
-        replay_fails(&all, cfg.helper.clone()).is_some()
+        replay_fails(&all, helper.clone()).is_some()
     };
     if !fails(&cur) {
         cur = head.to_vec();
@@ -235,32 +270,21 @@ fn shrink_and_save(cfg: &Config, dir: &Path, steps: &[Step], f: &Failure) -> Opt
     }
     // Then the rows of multi-row INSERTs, one statement at a time.
     for i in 0..cur.len() {
-        while Instant::now() < deadline {
-            let Some(smaller) = repro::halve_values(&cur[i]) else {
-                break;
-            };
-            let mut cand = cur.clone();
-            cand[i] = smaller;
-            if fails(&cand) {
-                cur = cand;
-            } else {
-                break;
+        'halving: while Instant::now() < deadline {
+            for smaller in repro::halve_values(&cur[i]) {
+                let mut cand = cur.clone();
+                cand[i] = smaller;
+                if fails(&cand) {
+                    cur = cand;
+                    continue 'halving;
+                }
             }
+            break;
         }
     }
     cur.push(last.clone());
-    let message = replay_fails(&cur, cfg.helper.clone()).unwrap_or_else(|| f.message.clone());
-    std::fs::create_dir_all(dir).ok()?;
-    let path = dir.join(format!("parity-seed-{}-rows-{}.sql", f.seed, cfg.rows));
-    let text = repro::write(
-        &cur,
-        &format!(
-            "seed {} (rows {}), step {}\n{message}",
-            f.seed, cfg.rows, f.step
-        ),
-    );
-    std::fs::write(&path, text).ok()?;
-    Some(path)
+    let message = replay_fails(&cur, helper);
+    Some((cur, message))
 }
 
 /// The deliberate bugs, by name: taken from the router, which forwards the
