@@ -216,8 +216,10 @@ impl Pair {
                     class.allowed += 1;
                     // Counted by kind: the numbers in a reason vary.
                     let mut kind = String::new();
+                    let mut word = false;
                     for c in reason.chars() {
-                        let c = if c.is_ascii_digit() { '#' } else { c };
+                        let c = if c.is_ascii_digit() && !word { '#' } else { c };
+                        word = c.is_ascii_alphanumeric() && c != '#';
                         if !(c == '#' && kind.ends_with('#')) {
                             kind.push(c);
                         }

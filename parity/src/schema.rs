@@ -134,8 +134,8 @@ impl Schema {
                 name: format!("m{j}"),
                 profile: match j {
                     0 => Profile::Small,
-                    1 => *rng.pick(&[Profile::Small, Profile::Wide, Profile::Wide]),
-                    _ => *rng.pick(&[Profile::Wide, Profile::Huge]),
+                    1 => *rng.pick(&[Profile::Small, Profile::Wide, Profile::Wide, Profile::Huge]),
+                    _ => Profile::Huge,
                 },
             })
             .collect::<Vec<_>>();

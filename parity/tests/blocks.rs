@@ -20,7 +20,7 @@ fn steps(schema_seed: u64, blocks: &[u64]) -> Vec<Step> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
     #[test]
     fn any_blocks_answer_as_sqlite(schema_seed in any::<u64>(), blocks in prop::collection::vec(any::<u64>(), 1..24)) {

@@ -8,7 +8,7 @@ use pleroma_parity::{run, Config};
 
 #[test]
 fn plane_answers_equal_sqlite_at_2000_rows() {
-    let mut cfg = Config::new(2_000, 24, 1);
+    let mut cfg = Config::new(2_000, 40, 1);
     cfg.helper = Some(PathBuf::from(env!("CARGO_BIN_EXE_pleroma-parity")));
     cfg.repro_dir = Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("parity-failures"));
     let report = run(&cfg);
