@@ -16,6 +16,15 @@ use crate::split::split_statements;
 use crate::txn::{self, StmtKind, TxnState};
 use crate::{Error, Result};
 
+/// How a statement that the planes did not answer runs on SQLite.
+enum Attempt {
+    Served(Rows),
+    /// A read-only SELECT: it cannot change any table.
+    ReadOnly,
+    /// Anything else: keep the planes exact through what it does.
+    Other,
+}
+
 /// A result set: column names as SQLite names them, and rows of SQLite values.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Rows {
@@ -162,20 +171,25 @@ impl Connection {
             self.last_route = Route::engine("pleroma pragma");
             return self.pragma(p).map(|rows| (rows, 0));
         }
-        // A SELECT a plane may serve: the cache answers without any parse.
-        if !self.lock().is_empty() {
-            if let Some(rows) = self.try_plane(sql, params)? {
-                return Ok((rows, 0));
-            }
-        } else {
+        if self.lock().is_empty() {
             self.last_route = Route::engine("no plane attached");
+            let r = exec(&self.db, sql, params, want_rows);
+            if txn::kind_of(sql).is_schema_change() {
+                self.cache.clear();
+            }
+            return Ok(r?);
         }
-        self.run_engine(sql, params, want_rows)
+        match self.try_plane(sql, params)? {
+            Attempt::Served(rows) => Ok((rows, 0)),
+            // A read-only SELECT: nothing to keep track of.
+            Attempt::ReadOnly => Ok(exec(&self.db, sql, params, want_rows)?),
+            Attempt::Other => self.run_engine(sql, params, want_rows),
+        }
     }
 
-    /// Try to answer from a plane. `Ok(None)`: run it on SQLite (the route
-    /// and counters already say why).
-    fn try_plane(&mut self, sql: &str, params: &[Value]) -> Result<Option<Rows>> {
+    /// Try to answer from a plane; otherwise say how SQLite should run it
+    /// (the route and counters already say why).
+    fn try_plane(&mut self, sql: &str, params: &[Value]) -> Result<Attempt> {
         let class = match self.cache.get(sql) {
             Some(c) => c.clone(),
             None => {
@@ -189,14 +203,14 @@ impl Connection {
         };
         let plan = match &*class {
             Classified::NotSelect => {
-                self.last_route = Route::engine("not a SELECT");
-                return Ok(None);
+                self.last_route = Route::engine("not a read-only SELECT");
+                return Ok(Attempt::Other);
             }
-            Classified::Declined(reason) => return self.decline(reason.clone(), None),
+            Classified::Declined(reason) => return self.decline(reason, None),
             Classified::Plan(plan) => plan,
         };
         if self.mode == RouteMode::Engine {
-            return self.decline("pleroma_route = engine".into(), Some(&plan.table));
+            return self.decline("pleroma_route = engine", Some(&plan.table));
         }
         self.sync_external()?;
         let outcome = answer_from_cells::answer(self, plan, params)?;
@@ -205,11 +219,10 @@ impl Connection {
                 self.counters.served += 1;
                 self.lock().count(&plan.table, true);
                 self.last_route = route;
-                Ok(Some(rows))
+                Ok(Attempt::Served(rows))
             }
             answer_from_cells::Outcome::Declined(reason, route) => {
-                let table = plan.table.clone();
-                let r = self.decline(reason, Some(&table));
+                let r = self.decline(&reason, Some(&plan.table));
                 if let Some(route) = route {
                     self.last_route.plane_cost = route.plane_cost;
                     self.last_route.engine_cost = route.engine_cost;
@@ -219,17 +232,27 @@ impl Connection {
         }
     }
 
-    fn decline(&mut self, reason: String, table: Option<&str>) -> Result<Option<Rows>> {
+    fn decline(&mut self, reason: &str, table: Option<&str>) -> Result<Attempt> {
         if self.mode == RouteMode::Plane {
-            return Err(Error::NotServed(reason));
+            return Err(Error::NotServed(reason.to_owned()));
         }
-        *self.counters.declined.entry(reason.clone()).or_default() += 1;
+        match self.counters.declined.get_mut(reason) {
+            Some(n) => *n += 1,
+            None => {
+                self.counters.declined.insert(reason.to_owned(), 1);
+            }
+        }
         if let Some(t) = table {
             self.lock().count(t, false);
         }
-        self.last_route = Route::engine(reason);
+        self.last_route.kind = crate::RouteKind::Engine;
+        if self.last_route.reason != reason {
+            self.last_route.reason = reason.to_owned();
+        }
         self.last_route.table = table.map(str::to_owned);
-        Ok(None)
+        self.last_route.plane_cost = None;
+        self.last_route.engine_cost = None;
+        Ok(Attempt::ReadOnly)
     }
 
     /// A write by another connection or process shows only as a new
@@ -241,6 +264,9 @@ impl Connection {
             catalog::rebuild_all(&self.db, &mut shared);
             drop(shared);
             self.cache.clear();
+            if !self.db.is_autocommit() {
+                self.txn.stale = true;
+            }
         }
         self.data_version = v;
         Ok(())
@@ -250,14 +276,6 @@ impl Connection {
     /// SQLite does or undoes.
     fn run_engine(&mut self, sql: &str, params: &[Value], want_rows: bool) -> Result<(Rows, usize)> {
         let kind = txn::kind_of(sql);
-        let planes = !self.lock().is_empty();
-        if !planes {
-            let r = exec(&self.db, sql, params, want_rows);
-            if kind.is_schema_change() {
-                self.cache.clear();
-            }
-            return Ok(r?);
-        }
         let was_auto = self.db.is_autocommit();
         let before = {
             let mut s = self.lock();
@@ -271,8 +289,9 @@ impl Connection {
         if flags.rolled_back {
             // SQLite rolled back a whole transaction: the explicit one, or
             // the statement's own implicit one.
-            let target = if was_auto { Some(before) } else { self.txn.base.take() };
-            if let Some(t) = target {
+            if self.txn.stale && !was_auto {
+                catalog::rebuild_all(&self.db, &mut shared);
+            } else if let Some(t) = if was_auto { Some(before) } else { self.txn.base.take() } {
                 shared.restore(&t);
             }
             self.txn.clear();
@@ -301,7 +320,9 @@ impl Connection {
                 StmtKind::Release(name) => self.txn.release(name),
                 StmtKind::RollbackTo(name) => {
                     if let Some(snaps) = self.txn.rollback_to(name) {
-                        if !crate::mutation::active("ignore_rollback_to") {
+                        if self.txn.stale {
+                            catalog::rebuild_all(&self.db, &mut shared);
+                        } else if !crate::mutation::active("ignore_rollback_to") {
                             shared.restore(&snaps);
                         }
                     }
@@ -319,11 +340,8 @@ impl Connection {
         } else {
             drop(shared);
         }
-        if now_auto {
-            // Our own commits do not move data_version; re-read it so that
-            // only other connections' writes count as external.
-            self.data_version = self.read_data_version()?;
-        }
+        // Our own commits do not move data_version, so it still tells
+        // other connections' writes apart.
         Ok(result?)
     }
 
@@ -396,9 +414,10 @@ impl Connection {
     }
 
     fn known_table(&self, table: &str, what: &str) -> Result<String> {
-        self.lock()
+        let shared = self.lock();
+        shared
             .find(table)
-            .map(|i| self.lock().entry(i).def.table.clone())
+            .map(|i| shared.entry(i).def.table.clone())
             .ok_or_else(|| Error::Pragma(format!("{what}: table {table} has no plane")))
     }
 

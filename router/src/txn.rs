@@ -28,12 +28,17 @@ impl StmtKind {
 pub(crate) struct TxnState {
     pub base: Option<Snapshots>,
     pub saves: Vec<(String, Snapshots)>,
+    /// The planes were rebuilt inside this transaction (another connection
+    /// had committed): the snapshots above predate that commit, so undoing
+    /// to them means rebuilding instead.
+    pub stale: bool,
 }
 
 impl TxnState {
     pub fn clear(&mut self) {
         self.base = None;
         self.saves.clear();
+        self.stale = false;
     }
 
     /// RELEASE: drop the newest savepoint of that name and all above it.

@@ -1,0 +1,86 @@
+//! Attach, detach, rebuild and reopen: the catalog brings planes back.
+
+mod common;
+use common::*;
+use pleroma::{Connection, RouteKind, Value};
+
+fn setup(path: &std::path::Path) -> Connection {
+    let mut c = Connection::open(path).unwrap();
+    c.execute_batch(
+        "CREATE TABLE t(region TEXT, month INTEGER, amount INTEGER);
+         INSERT INTO t VALUES ('eu', 1, 5), ('us', 1, 7), ('eu', 2, 9), (NULL, 3, NULL);",
+    )
+    .unwrap();
+    c
+}
+
+#[test]
+fn reopening_the_file_reattaches_and_rebuilds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    {
+        let mut c = setup(&path);
+        c.execute_batch("PRAGMA pleroma_attach('T', 'Region, month', 'amount')").unwrap();
+        c.execute("INSERT INTO t VALUES ('ap', 4, 1)", &[]).unwrap();
+    }
+    let mut c = Connection::open(&path).unwrap();
+    let rows = c.query("SELECT region, SUM(amount) FROM t GROUP BY region", &[]).unwrap();
+    assert_eq!(c.last_route().kind, RouteKind::Plane);
+    let plain = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(rows.rows, sqlite_rows(&plain, "SELECT region, SUM(amount) FROM t GROUP BY region", &[]).unwrap());
+    let planes = c.query("PRAGMA pleroma_planes", &[]).unwrap();
+    assert_eq!(planes.rows.len(), 1);
+    assert_eq!(planes.rows[0][0], text("t"));
+    assert_eq!(planes.rows[0][6], int(5), "rows column: {planes:?}");
+    assert_eq!(planes.rows[0][7], text("in service"));
+}
+
+#[test]
+fn detach_forgets_the_plane_and_rebuild_restores_service() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    let mut c = setup(&path);
+    c.execute_batch("PRAGMA pleroma_attach('t', 'region', 'amount')").unwrap();
+    c.execute_batch("PRAGMA pleroma_rebuild('t')").unwrap();
+    c.query("SELECT COUNT(*) FROM t", &[]).unwrap();
+    assert_eq!(c.last_route().kind, RouteKind::Plane);
+    c.execute_batch("PRAGMA pleroma_detach('t')").unwrap();
+    c.query("SELECT COUNT(*) FROM t", &[]).unwrap();
+    assert_eq!(c.last_route().kind, RouteKind::Engine);
+    drop(c);
+    let c = Connection::open(&path).unwrap();
+    let mut c = c;
+    assert!(c.query("PRAGMA pleroma_planes", &[]).unwrap().rows.is_empty());
+}
+
+#[test]
+fn a_zero_dimension_plane_is_a_maintained_total() {
+    let mut p = Pair::new(
+        "CREATE TABLE t1(a INTEGER, b INTEGER, c TEXT); INSERT INTO t1 VALUES (1, 2, 'x'), (3, NULL, 'y');",
+        "PRAGMA pleroma_attach('t1', '', 'a, b')",
+    );
+    p.served("SELECT COUNT(*), SUM(a), SUM(b), MAX(a) FROM t1", &[]);
+    p.exec("INSERT INTO t1 VALUES (10, 20, 'z'); DELETE FROM t1 WHERE a = 1");
+    p.served("SELECT COUNT(*), SUM(a), SUM(b), AVG(b) FROM t1", &[]);
+}
+
+#[test]
+fn schema_changes_put_the_plane_out_of_service_until_rebuild() {
+    let mut p = Pair::new(
+        "CREATE TABLE t(g TEXT, m INTEGER, x INTEGER); INSERT INTO t VALUES ('a', 1, 0), ('b', 2, 0);",
+        "PRAGMA pleroma_attach('t', 'g', 'm')",
+    );
+    // Dropping a column before the plane's shifts their positions: still exact.
+    p.exec("ALTER TABLE t ADD COLUMN y INTEGER DEFAULT 7");
+    p.served("SELECT g, SUM(m) FROM t GROUP BY g", &[]);
+    p.exec("ALTER TABLE t RENAME COLUMN m TO mm");
+    assert_eq!(p.check("SELECT g, SUM(mm) FROM t GROUP BY g", &[]), RouteKind::Engine);
+    p.exec("ALTER TABLE t RENAME COLUMN mm TO m");
+    p.exec("INSERT INTO t VALUES ('c', 3, 0, 0)");
+    p.pl.execute_batch("PRAGMA pleroma_rebuild('t')").unwrap();
+    p.served("SELECT g, SUM(m) FROM t GROUP BY g", &[]);
+    // A temp table of the same name shadows main.t: the plane must not answer.
+    p.exec("CREATE TEMP TABLE t(g TEXT, m INTEGER); INSERT INTO temp.t VALUES ('temp', 100)");
+    assert_eq!(p.check("SELECT g, SUM(m) FROM t GROUP BY g", &[]), RouteKind::Engine);
+    let _ = Value::Null;
+}

@@ -1,0 +1,56 @@
+//! A write by another connection or another process shows on ours only as a
+//! new `data_version`; the plane resyncs before its next answer.
+
+mod common;
+use common::*;
+use pleroma::{Connection, RouteKind};
+
+#[test]
+fn another_connections_commit_is_seen_at_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    let mut c = Connection::open(&path).unwrap();
+    c.execute_batch(
+        "PRAGMA journal_mode = WAL; CREATE TABLE t(g TEXT, m INTEGER); INSERT INTO t VALUES ('a', 1), ('b', 2);
+         PRAGMA pleroma_attach('t', 'g', 'm');",
+    )
+    .unwrap();
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN; INSERT INTO t VALUES ('a', 10);").unwrap();
+    let q = "SELECT g, SUM(m) FROM t GROUP BY g ORDER BY g";
+    let before = c.query(q, &[]).unwrap();
+    assert_eq!(c.last_route().kind, RouteKind::Plane);
+    assert_eq!(before.rows, sqlite_rows(&other_reader(&path), q, &[]).unwrap(), "uncommitted write must not show");
+    other.execute_batch("COMMIT").unwrap();
+    let after = c.query(q, &[]).unwrap();
+    assert_eq!(c.last_route().kind, RouteKind::Plane);
+    assert_eq!(after.rows, sqlite_rows(&other, q, &[]).unwrap());
+    assert_eq!(after.rows[0][1], int(11));
+}
+
+#[test]
+fn another_process_write_is_seen() {
+    if std::process::Command::new("sqlite3").arg("-version").output().is_err() {
+        eprintln!("sqlite3 program not found; skipping the second-process case");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    let mut c = Connection::open(&path).unwrap();
+    c.execute_batch("CREATE TABLE t(g TEXT, m INTEGER); INSERT INTO t VALUES ('a', 1); PRAGMA pleroma_attach('t', 'g', 'm');")
+        .unwrap();
+    c.query("SELECT SUM(m) FROM t", &[]).unwrap();
+    let st = std::process::Command::new("sqlite3")
+        .arg(&path)
+        .arg("INSERT INTO t VALUES ('z', 41);")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let r = c.query("SELECT SUM(m), COUNT(DISTINCT g) FROM t", &[]).unwrap();
+    assert_eq!(c.last_route().kind, RouteKind::Plane);
+    assert_eq!(r.rows, vec![vec![int(42), int(2)]]);
+}
+
+fn other_reader(path: &std::path::Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(path).unwrap()
+}
