@@ -91,7 +91,7 @@ impl Stat {
                     self.flags &= !MAX_UNKNOWN;
                 }
             }
-        } else {
+        } else if !crate::mutation::active("stale_min_after_delete") {
             if v == self.min {
                 self.flags |= MIN_UNKNOWN;
             }
@@ -100,7 +100,11 @@ impl Stat {
             }
         }
         let amount = v as i128 * w as i128;
-        if v > 0 {
+        if crate::mutation::active("dropped_carry") {
+            // The sum kept in 64 bits: the carry past 2^63 is lost.
+            let s = if v > 0 { &mut self.pos } else { &mut self.neg };
+            *s = (*s as i64).wrapping_add(amount as i64) as i128;
+        } else if v > 0 {
             self.pos += amount;
         } else {
             self.neg += amount;

@@ -16,6 +16,9 @@ pub(crate) struct Layout {
 pub(crate) fn bits_for(n: usize) -> u32 {
     if n <= 1 {
         0
+    } else if crate::mutation::active("joint_off_by_one") && n > 2 && (n - 1).is_power_of_two() {
+        // One bit short when the last code needs a new bit.
+        usize::BITS - (n - 1).leading_zeros() - 1
     } else {
         usize::BITS - (n - 1).leading_zeros()
     }

@@ -16,6 +16,7 @@ mod cells;
 mod dict;
 mod error;
 mod layout;
+pub mod mutation;
 mod mem;
 mod plane;
 mod slice;

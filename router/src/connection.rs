@@ -292,7 +292,9 @@ impl Connection {
             if self.txn.stale && !was_auto {
                 catalog::rebuild_all(&self.db, &mut shared);
             } else if let Some(t) = if was_auto { Some(before) } else { self.txn.base.take() } {
-                shared.restore(&t);
+                if !crate::mutation::active("ignore_rollback") {
+                    shared.restore(&t);
+                }
             }
             self.txn.clear();
         } else if result.is_err() {

@@ -36,5 +36,10 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     "wrong_affinity",
     "null_order",
     "avg_as_integer_division",
-    "stale_snapshot_after_commit",
+    "ignore_rollback",
 ];
+
+/// Every mutation: the router's, then the plane's.
+pub fn all() -> Vec<&'static str> {
+    ROUTER_MUTATIONS.iter().chain(pleroma_plane::mutation::PLANE_MUTATIONS).copied().collect()
+}
