@@ -51,6 +51,8 @@ enum Cmd {
     Speedtest(RunArgs),
     /// The regression gate: cells of NEW worse than OLD by >25 % (or OLD's spread) in both loops.
     Compare { old: PathBuf, new: PathBuf },
+    /// Print the tables of a saved JSON result of a read workload again.
+    Show { file: PathBuf },
 }
 
 #[derive(Args, Debug)]
@@ -90,6 +92,56 @@ pub struct Outcome {
     pub chart: Vec<String>,
 }
 
+/// Re-render a saved read-workload result (ledger, dashboard, classes).
+fn show(file: &std::path::Path) -> Result<()> {
+    let mut r: Report = serde_json::from_str(&std::fs::read_to_string(file)?)?;
+    let queries = match r.workload.as_str() {
+        "ledger" => ledger::QUERIES
+            .iter()
+            .map(|(n, s)| harness::Query::new(n, s, ""))
+            .collect(),
+        "dashboard" => dashboard::queries(r.rows),
+        "classes" => classes::queries(r.rows),
+        other => bail!("show: {other} results have no per-query table"),
+    };
+    r.summaries.clear();
+    match r.workload.as_str() {
+        "dashboard" => r.summaries.push(dashboard::class_summary(&r, &queries)),
+        "classes" => r.summaries.push(classes::outcome_counts(&r, &queries)),
+        _ => {}
+    }
+    let markdown = harness::markdown(&r, &queries);
+    print(&r, &markdown);
+    Ok(())
+}
+
+fn print(r: &Report, markdown: &str) {
+    println!(
+        "## {} — {} rows (seed {}, commit {}, {}, {})\n",
+        r.workload, r.rows, r.seed, r.commit, r.date, r.machine
+    );
+    println!("{markdown}");
+    for s in &r.summaries {
+        println!("{s}");
+    }
+    if !r.figures.is_empty() || !r.notes.is_empty() {
+        for (k, v) in &r.figures {
+            println!(
+                "- {k}: {}",
+                if v.fract() == 0.0 {
+                    format!("{v}")
+                } else {
+                    format!("{v:.3}")
+                }
+            );
+        }
+        for (k, v) in &r.notes {
+            println!("- {k}: {v}");
+        }
+        println!();
+    }
+}
+
 /// The body of `pleroma bench`: `args` are the words after `bench`.
 pub fn run_cli(args: Vec<String>) -> Result<()> {
     let cmd = match Cmd::try_parse_from(&args) {
@@ -102,6 +154,7 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
     };
     let (name, a) = match cmd {
         Cmd::Compare { old, new } => return compare::run(&old, &new),
+        Cmd::Show { file } => return show(&file),
         Cmd::Ledger(a) => ("ledger", a),
         Cmd::Dashboard(a) => ("dashboard", a),
         Cmd::Classes(a) => ("classes", a),
@@ -133,30 +186,7 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
         _ => speedtest::run(a.rows.unwrap_or(30_000), &opts)?,
     };
     let r = &out.report;
-    println!(
-        "## {} — {} rows (seed {}, commit {}, {}, {})\n",
-        r.workload, r.rows, r.seed, r.commit, r.date, r.machine
-    );
-    println!("{}", out.markdown);
-    for s in &r.summaries {
-        println!("{s}");
-    }
-    if !r.figures.is_empty() || !r.notes.is_empty() {
-        for (k, v) in &r.figures {
-            println!(
-                "- {k}: {}",
-                if v.fract() == 0.0 {
-                    format!("{v}")
-                } else {
-                    format!("{v:.3}")
-                }
-            );
-        }
-        for (k, v) in &r.notes {
-            println!("- {k}: {v}");
-        }
-        println!();
-    }
+    print(r, &out.markdown);
     if let Some(path) = &a.json {
         std::fs::write(path, serde_json::to_string_pretty(r)?)?;
     }
