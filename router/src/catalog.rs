@@ -321,6 +321,7 @@ pub(crate) fn rebuild_all(db: &rusqlite::Connection, shared: &mut Shared) {
 /// After a schema change: re-read column positions; a plane whose table or
 /// columns went away goes out of service until `pleroma_rebuild`.
 pub(crate) fn reverify_all(db: &rusqlite::Connection, shared: &mut Shared) {
+    shared.main_aliases = main_aliases(db).unwrap_or_default();
     for e in shared.entries_mut() {
         if e.broken.is_some() {
             continue;
@@ -329,4 +330,21 @@ pub(crate) fn reverify_all(db: &rusqlite::Connection, shared: &mut Shared) {
             e.broken = Some(format!("{reason}; PRAGMA pleroma_rebuild('{}') after fixing it", e.def.table));
         }
     }
+}
+
+/// Schema names other than `main` that are the same file as `main`.
+fn main_aliases(db: &rusqlite::Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = db.prepare("SELECT name, file FROM pragma_database_list")?;
+    let rows: Vec<(String, String)> = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+    let main = rows.iter().find(|(n, _)| n == "main").map(|(_, f)| f.clone()).unwrap_or_default();
+    if main.is_empty() {
+        return Ok(Vec::new());
+    }
+    let canon = |f: &str| std::fs::canonicalize(f).ok();
+    let main_c = canon(&main);
+    Ok(rows
+        .into_iter()
+        .filter(|(n, f)| n != "main" && !f.is_empty() && (f == &main || (main_c.is_some() && canon(f) == main_c)))
+        .map(|(n, _)| n)
+        .collect())
 }

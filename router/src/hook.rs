@@ -26,6 +26,9 @@ pub(crate) struct Flags {
 pub(crate) struct Shared {
     entries: Vec<PlaneEntry>,
     flags: Flags,
+    /// Other schema names under which the main database file is attached
+    /// (`ATTACH` of the same file): their row events are main's.
+    pub main_aliases: Vec<String>,
 }
 
 /// One snapshot per plane, in `entries` order.
@@ -131,7 +134,7 @@ impl Shared {
     }
 
     fn on_change(&mut self, db: &str, table: &str, case: &PreUpdateCase) {
-        if db != "main" {
+        if db != "main" && !self.main_aliases.iter().any(|a| a.eq_ignore_ascii_case(db)) {
             return;
         }
         let Some(i) = self.entries.iter().position(|e| e.def.table == table || e.def.table.eq_ignore_ascii_case(table))

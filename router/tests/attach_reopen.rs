@@ -84,3 +84,17 @@ fn schema_changes_put_the_plane_out_of_service_until_rebuild() {
     assert_eq!(p.check("SELECT g, SUM(m) FROM t GROUP BY g", &[]), RouteKind::Engine);
     let _ = Value::Null;
 }
+
+#[test]
+fn writes_through_an_attached_alias_of_the_same_file_reach_the_plane() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    let mut c = setup(&path);
+    c.execute_batch("PRAGMA pleroma_attach('t', 'region', 'amount')").unwrap();
+    c.execute(&format!("ATTACH DATABASE '{}' AS again", path.display()), &[]).unwrap();
+    c.execute("INSERT INTO again.t VALUES ('zz', 9, 100)", &[]).unwrap();
+    let r = c.query("SELECT COUNT(*), SUM(amount) FROM t", &[]).unwrap();
+    assert_eq!(c.last_route().kind, RouteKind::Plane);
+    let plain = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(r.rows, sqlite_rows(&plain, "SELECT COUNT(*), SUM(amount) FROM t", &[]).unwrap());
+}

@@ -21,6 +21,21 @@ use pleroma::{Connection, Value};
 const BATCH: usize = 8192;
 
 pub(crate) fn run(path: &Path, table: &str, file: &Path) -> Result<()> {
+    File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let mut conn =
+        Connection::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let start = Instant::now();
+    let n = load(&mut conn, table, file)?;
+    println!(
+        "imported {n} rows into {table} in {:.2} s",
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Load `file` into `table` in one transaction on `conn`; on any error
+/// nothing is loaded. Returns the rows loaded.
+pub(crate) fn load(conn: &mut Connection, table: &str, file: &Path) -> Result<u64> {
     let ext = file
         .extension()
         .and_then(|e| e.to_str())
@@ -32,23 +47,14 @@ pub(crate) fn run(path: &Path, table: &str, file: &Path) -> Result<()> {
         _ => bail!("{}: expected a .csv or .parquet file", file.display()),
     };
     File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let mut conn =
-        Connection::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let start = Instant::now();
     conn.begin()?;
     let loaded = if parquet {
-        load_parquet(&mut conn, table, file)
+        load_parquet(conn, table, file)
     } else {
-        load_csv(&mut conn, table, file)
+        load_csv(conn, table, file)
     };
     match loaded.and_then(|n| conn.commit().map(|()| n).map_err(Into::into)) {
-        Ok(n) => {
-            println!(
-                "imported {n} rows into {table} in {:.2} s",
-                start.elapsed().as_secs_f64()
-            );
-            Ok(())
-        }
+        Ok(n) => Ok(n),
         Err(e) => {
             // The rollback also undoes a CREATE TABLE made for this import.
             if !conn.sqlite().is_autocommit() {

@@ -98,7 +98,7 @@ pub fn main() -> ExitCode {
 
 /// The error and its causes, one after the other; SQLite's bare result code
 /// ("Error code 14: ...") is left out, as its message already says it.
-fn message(e: &anyhow::Error) -> String {
+pub(crate) fn message(e: &anyhow::Error) -> String {
     let parts: Vec<String> = e
         .chain()
         .filter(|c| c.downcast_ref::<pleroma::rusqlite::ffi::Error>().is_none())

@@ -18,6 +18,7 @@ pub(crate) const HELP: &str = "\
 .explain SQL             Show how SQL would be routed: plane, memo or engine, and why
 .headers on|off          Show column names in list and csv mode
 .help                    Show this message
+.import FILE TABLE       Load a CSV (header row) or Parquet file into TABLE, all or nothing
 .mode MODE               Set the output mode: list (default), box, csv, json
 .planes                  List the planes attached in this database
 .quit                    Exit
@@ -148,6 +149,12 @@ impl Session {
                            AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY 1";
                 self.run_sql(sql, Source::Prompt, out)?;
                 Ok(())
+            }
+            ("import", [file, table]) => {
+                match crate::import::load(&mut self.conn, table, Path::new(file)) {
+                    Ok(n) => Ok(writeln!(out, "imported {n} rows into {table}")?),
+                    Err(e) => Err(crate::message(&e)),
+                }
             }
             ("stats", []) => {
                 let c = self.conn.counters();

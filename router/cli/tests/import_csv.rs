@@ -63,3 +63,20 @@ fn loads_into_an_existing_table_with_a_plane() {
     assert_eq!(lines[..2], ["north|5350", "west|5"]);
     assert!(lines[2].ends_with("route: plane"), "{out}");
 }
+
+#[test]
+fn the_shell_imports_with_dot_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, csv, bad) = (dir.path().join("t.db"), dir.path().join("inv.csv"), dir.path().join("bad.csv"));
+    std::fs::write(&csv, CSV).unwrap();
+    std::fs::write(&bad, "region,amount_cents\nnorth,x\n").unwrap();
+    let script = format!(
+        ".import {} inv\nSELECT COUNT(*) FROM inv;\n.import {} inv\nSELECT COUNT(*) FROM inv;\n",
+        csv.display(),
+        bad.display()
+    );
+    let r = common::shell(&db, &script);
+    assert_eq!(r.stdout, "imported 4 rows into inv\n4\n4\n");
+    assert!(r.stderr.contains("line 2, column amount_cents: 'x' is not an integer"), "{}", r.stderr);
+    assert_eq!(r.code, Some(1));
+}
