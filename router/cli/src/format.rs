@@ -118,6 +118,46 @@ impl Printer {
     }
 }
 
+/// The rows of EXPLAIN QUERY PLAN (id, parent, notused, detail) drawn as
+/// the tree `sqlite3` draws, whatever the output mode.
+pub(crate) fn query_plan(out: &mut dyn Write, rows: &Rows) -> io::Result<()> {
+    let nodes: Vec<(i64, i64, String)> = rows
+        .rows
+        .iter()
+        .filter_map(|r| match (r.first(), r.get(1), r.get(3)) {
+            (Some(Value::Integer(id)), Some(Value::Integer(parent)), Some(detail)) => Some((
+                *id,
+                *parent,
+                String::from_utf8_lossy(&text_bytes(detail)).into_owned(),
+            )),
+            _ => None,
+        })
+        .collect();
+    if nodes.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "QUERY PLAN")?;
+    plan_level(out, &nodes, 0, &mut String::new())
+}
+
+fn plan_level(
+    out: &mut dyn Write,
+    nodes: &[(i64, i64, String)],
+    parent: i64,
+    prefix: &mut String,
+) -> io::Result<()> {
+    let children: Vec<&(i64, i64, String)> = nodes.iter().filter(|n| n.1 == parent).collect();
+    for (i, (id, _, detail)) in children.iter().enumerate() {
+        let last = i + 1 == children.len();
+        writeln!(out, "{prefix}{}{detail}", if last { "`--" } else { "|--" })?;
+        let len = prefix.len();
+        prefix.push_str(if last { "   " } else { "|  " });
+        plan_level(out, nodes, *id, prefix)?;
+        prefix.truncate(len);
+    }
+    Ok(())
+}
+
 /// A value as `sqlite3` prints it in list mode: NULL as an empty string,
 /// REAL as SQLite renders it as text, TEXT and BLOB as their bytes up to the
 /// first NUL (`sqlite3` prints them as C strings).
@@ -373,6 +413,36 @@ mod tests {
             }),
             "[{\"i\":1,\"s\":\"a,b\"},\n{\"i\":null,\"s\":\"é\"}]\n"
         );
+    }
+
+    #[test]
+    fn a_query_plan_is_drawn_as_a_tree() {
+        let row = |id, parent, detail: &str| {
+            vec![
+                Value::Integer(id),
+                Value::Integer(parent),
+                Value::Integer(0),
+                Value::Text(detail.into()),
+            ]
+        };
+        let plan = Rows {
+            columns: vec![
+                "id".into(),
+                "parent".into(),
+                "notused".into(),
+                "detail".into(),
+            ],
+            rows: vec![
+                row(2, 0, "SCAN f"),
+                row(5, 0, "LIST SUBQUERY 1"),
+                row(7, 5, "SCAN c"),
+                row(9, 0, "USE TEMP B-TREE"),
+            ],
+        };
+        let mut out = Vec::new();
+        query_plan(&mut out, &plan).unwrap();
+        let want = "QUERY PLAN\n|--SCAN f\n|--LIST SUBQUERY 1\n|  `--SCAN c\n`--USE TEMP B-TREE\n";
+        assert_eq!(String::from_utf8(out).unwrap(), want);
     }
 
     #[test]

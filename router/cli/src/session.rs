@@ -11,7 +11,7 @@ use pleroma::rusqlite;
 use pleroma::Connection;
 
 use crate::complete::statements;
-use crate::format::{Mode, Printer};
+use crate::format::{query_plan, Mode, Printer};
 
 pub(crate) const HELP: &str = "\
 .exit ?CODE?             Exit with return code CODE (default 0)
@@ -80,6 +80,10 @@ impl Session {
             let result = self.conn.query(stmt, &[]);
             let elapsed = start.elapsed();
             let ok = match &result {
+                Ok(rows) if is_query_plan(stmt) => {
+                    query_plan(out, rows)?;
+                    true
+                }
                 Ok(rows) => {
                     self.printer.print(out, rows)?;
                     true
@@ -271,6 +275,16 @@ impl Report {
             (Source::Argument, Kind::Other) => format!("Error: {m}"),
         }
     }
+}
+
+/// `sqlite3` draws the answer of EXPLAIN QUERY PLAN as a tree.
+fn is_query_plan(stmt: &str) -> bool {
+    let words: Vec<String> = stmt
+        .split_whitespace()
+        .take(3)
+        .map(str::to_ascii_uppercase)
+        .collect();
+    words == ["EXPLAIN", "QUERY", "PLAN"]
 }
 
 fn set_flag(flag: &mut bool, name: &str, v: &str) -> Result<(), String> {

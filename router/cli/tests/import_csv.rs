@@ -67,7 +67,11 @@ fn loads_into_an_existing_table_with_a_plane() {
 #[test]
 fn the_shell_imports_with_dot_import() {
     let dir = tempfile::tempdir().unwrap();
-    let (db, csv, bad) = (dir.path().join("t.db"), dir.path().join("inv.csv"), dir.path().join("bad.csv"));
+    let (db, csv, bad) = (
+        dir.path().join("t.db"),
+        dir.path().join("inv.csv"),
+        dir.path().join("bad.csv"),
+    );
     std::fs::write(&csv, CSV).unwrap();
     std::fs::write(&bad, "region,amount_cents\nnorth,x\n").unwrap();
     let script = format!(
@@ -77,6 +81,11 @@ fn the_shell_imports_with_dot_import() {
     );
     let r = common::shell(&db, &script);
     assert_eq!(r.stdout, "imported 4 rows into inv\n4\n4\n");
-    assert!(r.stderr.contains("line 2, column amount_cents: 'x' is not an integer"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("line 2, column amount_cents: 'x' is not an integer"),
+        "{}",
+        r.stderr
+    );
     assert_eq!(r.code, Some(1));
 }

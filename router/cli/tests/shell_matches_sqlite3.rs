@@ -46,6 +46,7 @@ INSERT INTO t(id) VALUES (1);
 UPDATE t SET qty = qty + 1 WHERE region = 'north';
 SELECT id, qty FROM t WHERE region = 'north' ORDER BY id;
 SELECT 'one'; SELECT nope FROM t; SELECT 'skipped';
+EXPLAIN QUERY PLAN SELECT region, COUNT(*) FROM t WHERE id IN (SELECT id FROM t WHERE qty > 1) GROUP BY region ORDER BY 2;
 .mode csv
 SELECT * FROM t ORDER BY id;
 .headers on
