@@ -218,10 +218,8 @@ fn plan(shared: &Shared, sql: &str, columns: Vec<String>, param_count: usize) ->
     };
     let sel: &Select = sel;
     let (table_idx, alias) = table_of(shared, sel)?;
+    // Out of service is checked at each answer, not here: the plan is cached.
     let entry = shared.entry(table_idx);
-    if let Some(reason) = entry.out_of_service() {
-        return Err(format!("plane on {} is out of service: {reason}", entry.def.table));
-    }
     let mut b = Builder {
         table: entry.def.table.clone(),
         alias,
@@ -538,6 +536,16 @@ impl Builder {
             Expr::BinaryOp { left, op: BinaryOperator::And, right } => Ok(PExpr::And(vec![self.pred(left)?, self.pred(right)?])),
             Expr::BinaryOp { left, op: BinaryOperator::Or, right } => Ok(PExpr::Or(vec![self.pred(left)?, self.pred(right)?])),
             Expr::UnaryOp { op: UnaryOperator::Not, expr } => Ok(PExpr::Not(Box::new(self.pred(expr)?))),
+            Expr::BinaryOp { left, op: op @ (BinaryOperator::Is | BinaryOperator::IsNot), right } => {
+                let negated = matches!(op, BinaryOperator::IsNot);
+                if let Some(dim) = self.pred_dim(left)? {
+                    Ok(PExpr::Is { dim, rhs: self.operand(right)?, negated })
+                } else if let Some(dim) = self.pred_dim(right)? {
+                    Ok(PExpr::Is { dim, rhs: self.operand(left)?, negated })
+                } else {
+                    Err("IS without a dimension column".into())
+                }
+            }
             Expr::BinaryOp { left, op, right } => {
                 let op = cmp_op(op).ok_or_else(|| format!("operator {op} is not served"))?;
                 if let Some(d) = self.pred_dim(left)? {

@@ -276,6 +276,9 @@ impl Connection {
     /// SQLite does or undoes.
     fn run_engine(&mut self, sql: &str, params: &[Value], want_rows: bool) -> Result<(Rows, usize)> {
         let kind = txn::kind_of(sql);
+        // Another connection's commit must reach the planes before this
+        // statement's row images do.
+        self.sync_external()?;
         let was_auto = self.db.is_autocommit();
         let before = {
             let mut s = self.lock();

@@ -54,3 +54,21 @@ fn another_process_write_is_seen() {
 fn other_reader(path: &std::path::Path) -> rusqlite::Connection {
     rusqlite::Connection::open(path).unwrap()
 }
+
+#[test]
+fn a_local_write_right_after_an_external_one_stays_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    let mut c = Connection::open(&path).unwrap();
+    c.execute_batch("CREATE TABLE t(g TEXT, m INTEGER); INSERT INTO t VALUES ('a', 1); PRAGMA pleroma_attach('t', 'g', 'm');")
+        .unwrap();
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("INSERT INTO t VALUES ('b', 2), ('b', 3)").unwrap();
+    // Row images of rows the plane has not seen yet.
+    c.execute("UPDATE t SET m = m * 10 WHERE g = 'b'", &[]).unwrap();
+    c.execute("DELETE FROM t WHERE g = 'a'", &[]).unwrap();
+    let q = "SELECT g, COUNT(*), SUM(m) FROM t GROUP BY g";
+    let r = c.query(q, &[]).unwrap();
+    assert_eq!(c.last_route().kind, RouteKind::Plane, "{:?}", c.last_route());
+    assert_eq!(r.rows, sqlite_rows(&other, q, &[]).unwrap());
+}

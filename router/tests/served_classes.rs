@@ -32,6 +32,8 @@ fn totals_and_scalar_filters_match_sqlite() {
         "SELECT COUNT(*) FROM t WHERE region IS NOT NULL AND month IS NULL",
         "SELECT SUM(qty) FROM t WHERE region = 'nowhere'",
         "SELECT COUNT(*) AS n FROM main.t AS x WHERE x.region = 'eu'",
+        "SELECT COUNT(*) FROM t WHERE status IS 'paid' OR region IS NOT 'eu'",
+        "SELECT COUNT(*) FROM t WHERE month IS NULL OR NULL IS region",
     ] {
         p.served(sql, &[]);
     }

@@ -151,8 +151,10 @@ impl Session {
             ("tables", []) => {
                 let sql = "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') \
                            AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY 1";
-                self.run_sql(sql, Source::Prompt, out)?;
-                Ok(())
+                match self.conn.query(sql, &[]) {
+                    Ok(rows) => Printer::default().print(out, &rows).map(Ok)?,
+                    Err(e) => Err(e.to_string()),
+                }
             }
             ("import", [file, table]) => {
                 match crate::import::load(&mut self.conn, table, Path::new(file)) {

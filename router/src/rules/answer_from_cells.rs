@@ -75,16 +75,21 @@ pub(crate) fn answer(conn: &Connection, plan: &Plan, params: &[Value]) -> Result
     let plane = &entry.plane;
     // Per group: the output values, then hidden sort keys.
     let mut out: Vec<(Vec<Value>, Vec<Value>, Vec<Value>)> = Vec::with_capacity(result.groups.len());
+    // Groups with a SUM past i64: SQLite raises "integer overflow" when it
+    // finalizes one; `None` when HAVING rejects the group on group columns
+    // alone (SQLite may move such terms into WHERE and never finalize it).
     let mut overflow = false;
+    let mut overflow_unsure = false;
     for g in &result.groups {
         let keys: Vec<Value> =
             g.key.iter().zip(&plan.group_by).map(|(&c, &d)| dim_to_value(plane.dict(d).value(c))).collect();
         let mut aggs = Vec::with_capacity(plan.aggs.len());
+        let mut group_overflow = false;
         for (a, v) in plan.aggs.iter().zip(&g.values) {
             match agg_value(*a, v) {
                 Ok(v) => aggs.push(v),
                 Err(AggErr::Overflow) => {
-                    overflow = true;
+                    group_overflow = true;
                     aggs.push(Value::Null);
                 }
                 Err(AggErr::Unsure(r)) => return Ok(Outcome::Declined(r, Some(route))),
@@ -94,6 +99,14 @@ pub(crate) fn answer(conn: &Connection, plan: &Plan, params: &[Value]) -> Result
             OutExpr::Group(i) => keys[i].clone(),
             OutExpr::Agg(i) => aggs[i].clone(),
         };
+        if group_overflow {
+            match plan.having.as_ref().map(|h| group_terms_pass(h, &val, params)).transpose() {
+                Ok(None | Some(true)) => overflow = true,
+                Ok(Some(false)) => overflow_unsure = true,
+                Err(r) => return Ok(Outcome::Declined(r, Some(route))),
+            }
+            continue;
+        }
         if let Some(h) = &plan.having {
             match eval_having(h, &val, params) {
                 Ok(Some(true)) => {}
@@ -104,6 +117,9 @@ pub(crate) fn answer(conn: &Connection, plan: &Plan, params: &[Value]) -> Result
         let row: Vec<Value> = plan.outputs.iter().map(val).collect();
         let sort: Vec<Value> = plan.order_by.iter().map(|t| val(&t.e)).collect();
         out.push((row, sort, keys));
+    }
+    if overflow_unsure && !overflow {
+        return Ok(Outcome::Declined("SUM overflow in a group HAVING rejects on group columns".into(), Some(route)));
     }
     if overflow {
         if plan.limit.is_some() || plan.offset.is_some() {
@@ -386,6 +402,30 @@ fn recompute_extrema(db: &rusqlite::Connection, entry: &mut PlaneEntry, cells: &
         entry.plane.set_extrema(key, m, min, max);
     }
     Ok(())
+}
+
+/// Whether a group passes the top-level HAVING conjuncts that read group
+/// columns only (those SQLite may evaluate before finalizing aggregates).
+fn group_terms_pass(h: &HExpr, val: &dyn Fn(&OutExpr) -> Value, params: &[Value]) -> R<bool> {
+    fn only_groups(h: &HExpr) -> bool {
+        let out = |o: &HOperand| !matches!(o, HOperand::Out(OutExpr::Agg(_)));
+        match h {
+            HExpr::And(v) | HExpr::Or(v) => v.iter().all(only_groups),
+            HExpr::Not(x) => only_groups(x),
+            HExpr::IsNull { e, .. } => !matches!(e, OutExpr::Agg(_)),
+            HExpr::Cmp { lhs, rhs, .. } => out(lhs) && out(rhs),
+        }
+    }
+    let terms: Vec<&HExpr> = match h {
+        HExpr::And(v) => v.iter().collect(),
+        other => vec![other],
+    };
+    for t in terms.into_iter().filter(|t| only_groups(t)) {
+        if eval_having(t, val, params)? != Some(true) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// HAVING in three-valued logic; `Ok(None)` is NULL.
