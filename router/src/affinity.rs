@@ -174,20 +174,53 @@ mod tests {
 
     #[test]
     fn numeric_affinity_converts_only_certain_texts() {
-        assert_eq!(convert_operand(Affinity::Integer, &Value::Text("5".into())), Some(Value::Integer(5)));
-        assert_eq!(convert_operand(Affinity::Integer, &Value::Text("abc".into())), Some(Value::Text("abc".into())));
-        assert_eq!(convert_operand(Affinity::Integer, &Value::Text("5.0".into())), None);
-        assert_eq!(convert_operand(Affinity::Integer, &Value::Text("05".into())), None);
-        assert_eq!(convert_operand(Affinity::Text, &Value::Integer(5)), Some(Value::Text("5".into())));
-        assert_eq!(convert_operand(Affinity::Blob, &Value::Text("5".into())), Some(Value::Text("5".into())));
+        assert_eq!(
+            convert_operand(Affinity::Integer, &Value::Text("5".into())),
+            Some(Value::Integer(5))
+        );
+        assert_eq!(
+            convert_operand(Affinity::Integer, &Value::Text("abc".into())),
+            Some(Value::Text("abc".into()))
+        );
+        assert_eq!(
+            convert_operand(Affinity::Integer, &Value::Text("5.0".into())),
+            None
+        );
+        assert_eq!(
+            convert_operand(Affinity::Integer, &Value::Text("05".into())),
+            None
+        );
+        assert_eq!(
+            convert_operand(Affinity::Text, &Value::Integer(5)),
+            Some(Value::Text("5".into()))
+        );
+        assert_eq!(
+            convert_operand(Affinity::Blob, &Value::Text("5".into())),
+            Some(Value::Text("5".into()))
+        );
     }
 
     #[test]
     fn integers_and_reals_compare_exactly() {
-        assert_eq!(sort_cmp(&Value::Integer(2), &Value::Real(2.5)), Ordering::Less);
-        assert_eq!(sort_cmp(&Value::Integer(-2), &Value::Real(-2.5)), Ordering::Greater);
-        assert_eq!(sort_cmp(&Value::Integer(i64::MAX), &Value::Real(9.3e18)), Ordering::Less);
-        assert_eq!(sort_cmp(&Value::Integer(3), &Value::Real(3.0)), Ordering::Equal);
-        assert_eq!(sort_cmp(&Value::Integer(3), &Value::Text("1".into())), Ordering::Less);
+        assert_eq!(
+            sort_cmp(&Value::Integer(2), &Value::Real(2.5)),
+            Ordering::Less
+        );
+        assert_eq!(
+            sort_cmp(&Value::Integer(-2), &Value::Real(-2.5)),
+            Ordering::Greater
+        );
+        assert_eq!(
+            sort_cmp(&Value::Integer(i64::MAX), &Value::Real(9.3e18)),
+            Ordering::Less
+        );
+        assert_eq!(
+            sort_cmp(&Value::Integer(3), &Value::Real(3.0)),
+            Ordering::Equal
+        );
+        assert_eq!(
+            sort_cmp(&Value::Integer(3), &Value::Text("1".into())),
+            Ordering::Less
+        );
     }
 }

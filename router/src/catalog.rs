@@ -38,7 +38,9 @@ pub(crate) struct PlaneEntry {
 
 impl PlaneEntry {
     pub fn out_of_service(&self) -> Option<String> {
-        self.broken.clone().or_else(|| self.plane.fault().map(str::to_owned))
+        self.broken
+            .clone()
+            .or_else(|| self.plane.fault().map(str::to_owned))
     }
 }
 
@@ -50,13 +52,21 @@ struct ColumnInfo {
 
 fn table_columns(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec<ColumnInfo>> {
     let mut stmt = db.prepare("SELECT name, type, hidden FROM pragma_table_xinfo(?1, 'main')")?;
-    let rows = stmt.query_map([table], |r| Ok(ColumnInfo { name: r.get(0)?, decl: r.get(1)?, hidden: r.get(2)? }))?;
+    let rows = stmt.query_map([table], |r| {
+        Ok(ColumnInfo {
+            name: r.get(0)?,
+            decl: r.get(1)?,
+            hidden: r.get(2)?,
+        })
+    })?;
     rows.collect()
 }
 
 /// The table's own spelling of its name, if it is a table in `main`.
 fn canonical_table(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<Option<String>> {
-    let mut stmt = db.prepare("SELECT name FROM main.sqlite_master WHERE type = 'table' AND name = ?1 COLLATE NOCASE")?;
+    let mut stmt = db.prepare(
+        "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name = ?1 COLLATE NOCASE",
+    )?;
     let mut rows = stmt.query([table])?;
     Ok(match rows.next()? {
         Some(r) => Some(r.get(0)?),
@@ -95,15 +105,23 @@ pub(crate) fn validate_def(
         let c = cols
             .iter()
             .find(|c| c.name.eq_ignore_ascii_case(given))
-            .ok_or_else(|| format!("pleroma_attach: no such column: {name}.{given} (given as a {role})"))?;
+            .ok_or_else(|| {
+                format!("pleroma_attach: no such column: {name}.{given} (given as a {role})")
+            })?;
         if seen.iter().any(|s| s.eq_ignore_ascii_case(&c.name)) {
             return Err(format!("pleroma_attach: column {} is given twice", c.name));
         }
         seen.push(c.name.clone());
         Ok(c.name.clone())
     };
-    let dims = dims.iter().map(|d| resolve(d, "dimension")).collect::<Result<Vec<_>, _>>()?;
-    let measures = measures.iter().map(|m| resolve(m, "measure")).collect::<Result<Vec<_>, _>>()?;
+    let dims = dims
+        .iter()
+        .map(|d| resolve(d, "dimension"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let measures = measures
+        .iter()
+        .map(|m| resolve(m, "measure"))
+        .collect::<Result<Vec<_>, _>>()?;
     for d in &dims {
         let decl = &cols.iter().find(|c| &c.name == d).expect("resolved").decl;
         if Affinity::of_decl(decl) == Affinity::Real {
@@ -111,10 +129,16 @@ pub(crate) fn validate_def(
                 "pleroma_attach: dimension {d} is declared {decl} (REAL affinity); dimensions hold INTEGER, TEXT or NULL"
             ));
         }
-        let (_, coll, ..) = db.column_metadata(Some("main"), name.as_str(), d.as_str()).map_err(sql_err)?;
-        let coll = coll.map(|c| c.to_string_lossy().into_owned()).unwrap_or_else(|| "BINARY".into());
+        let (_, coll, ..) = db
+            .column_metadata(Some("main"), name.as_str(), d.as_str())
+            .map_err(sql_err)?;
+        let coll = coll
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "BINARY".into());
         if !coll.eq_ignore_ascii_case("BINARY") {
-            return Err(format!("pleroma_attach: dimension {d} has collation {coll}; only BINARY is supported"));
+            return Err(format!(
+                "pleroma_attach: dimension {d} has collation {coll}; only BINARY is supported"
+            ));
         }
     }
     for m in &measures {
@@ -123,10 +147,13 @@ pub(crate) fn validate_def(
             q = quote(m),
             t = quote(&name)
         );
-        let bad: Option<String> = db.query_row(&sql, [], |r| r.get(0)).map(Some).or_else(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => Ok(None),
-            e => Err(sql_err(e)),
-        })?;
+        let bad: Option<String> = db
+            .query_row(&sql, [], |r| r.get(0))
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(sql_err(e)),
+            })?;
         if let Some(t) = bad {
             return Err(format!(
                 "pleroma_attach: measure {m} holds {} values; measures hold only INTEGER or NULL",
@@ -134,7 +161,11 @@ pub(crate) fn validate_def(
             ));
         }
     }
-    Ok(PlaneDef { table: name, dims, measures })
+    Ok(PlaneDef {
+        table: name,
+        dims,
+        measures,
+    })
 }
 
 pub(crate) fn quote(ident: &str) -> String {
@@ -191,9 +222,23 @@ fn resolve_columns(db: &rusqlite::Connection, entry: &mut PlaneEntry) -> Result<
             .map(|i| i as i32)
             .ok_or_else(|| format!("column {t}.{name} no longer exists"))
     };
-    entry.dim_cols = entry.def.dims.iter().map(|d| idx(d)).collect::<Result<_, _>>()?;
-    entry.meas_cols = entry.def.measures.iter().map(|m| idx(m)).collect::<Result<_, _>>()?;
-    entry.dim_aff = entry.dim_cols.iter().map(|&i| Affinity::of_decl(&cols[i as usize].decl)).collect();
+    entry.dim_cols = entry
+        .def
+        .dims
+        .iter()
+        .map(|d| idx(d))
+        .collect::<Result<_, _>>()?;
+    entry.meas_cols = entry
+        .def
+        .measures
+        .iter()
+        .map(|m| idx(m))
+        .collect::<Result<_, _>>()?;
+    entry.dim_aff = entry
+        .dim_cols
+        .iter()
+        .map(|&i| Affinity::of_decl(&cols[i as usize].decl))
+        .collect();
     if entry.dim_aff.contains(&Affinity::Real) {
         return Err("a dimension now has REAL affinity".into());
     }
@@ -201,31 +246,157 @@ fn resolve_columns(db: &rusqlite::Connection, entry: &mut PlaneEntry) -> Result<
     Ok(())
 }
 
-/// Scan the table into an empty plane.
+/// Below this many rows a single scan is as fast as starting readers.
+const PARALLEL_MIN_ROWS: i64 = 200_000;
+
+/// Scan the table into an empty plane: in parallel over rowid ranges with
+/// read-only connections when the database is a file and the table is big
+/// (every reader sees committed data only, so this runs outside
+/// transactions — attach and rebuild are refused inside one, and an external
+/// rebuild inside a transaction scans on this connection instead).
 fn fill(db: &rusqlite::Connection, entry: &mut PlaneEntry) -> rusqlite::Result<()> {
-    let PlaneEntry { def, plane, columns, dim_cols, meas_cols, .. } = entry;
-    let list: Vec<String> = def.dims.iter().chain(&def.measures).map(|c| quote(c)).collect();
-    let sql = if list.is_empty() {
-        format!("SELECT 1 FROM main.{}", quote(&def.table))
-    } else {
-        format!("SELECT {} FROM main.{}", list.join(", "), quote(&def.table))
-    };
-    let nd = def.dims.len();
+    if let Some(plane) = fill_parallel(db, entry)? {
+        entry.plane = plane;
+        return Ok(());
+    }
+    let nd = entry.def.dims.len();
+    let sql = scan_sql(&entry.def, None);
     let mut stmt = db.prepare(&sql)?;
-    let mut rows = stmt.query([])?;
+    scan_rows(
+        &mut stmt,
+        [],
+        &mut entry.plane,
+        nd,
+        entry.def.measures.len(),
+        &entry.def,
+    )
+}
+
+fn scan_sql(def: &PlaneDef, range: Option<()>) -> String {
+    let list: Vec<String> = def
+        .dims
+        .iter()
+        .chain(&def.measures)
+        .map(|c| quote(c))
+        .collect();
+    let cols = if list.is_empty() {
+        "1".to_owned()
+    } else {
+        list.join(", ")
+    };
+    let filter = if range.is_some() {
+        " WHERE rowid BETWEEN ?1 AND ?2"
+    } else {
+        ""
+    };
+    format!("SELECT {cols} FROM main.{}{filter}", quote(&def.table))
+}
+
+fn scan_rows(
+    stmt: &mut rusqlite::Statement<'_>,
+    params: impl rusqlite::Params,
+    plane: &mut Plane,
+    nd: usize,
+    nm: usize,
+    def: &PlaneDef,
+) -> rusqlite::Result<()> {
+    let mut rows = stmt.query(params)?;
     while let Some(row) = rows.next()? {
-        let r = apply_row(plane, 1, nd, def.measures.len(), |k| row.get_ref(k));
-        if let Err((k, what)) = r {
-            let col = if k < nd { dim_cols[k] } else { meas_cols[k - nd] };
-            let name = columns.get(col as usize).cloned().unwrap_or_default();
+        if let Err((k, what)) = apply_row(plane, 1, nd, nm, |k| row.get_ref(k)) {
+            let name = if k < nd {
+                &def.dims[k]
+            } else {
+                &def.measures[k - nd]
+            };
             plane.set_fault(format!("column {name} holds {what}"));
-            break;
         }
         if plane.fault().is_some() {
             break;
         }
     }
     Ok(())
+}
+
+fn fill_parallel(db: &rusqlite::Connection, entry: &PlaneEntry) -> rusqlite::Result<Option<Plane>> {
+    let path = match db.path() {
+        Some(p) if !p.is_empty() && db.is_autocommit() => p.to_owned(),
+        _ => return Ok(None),
+    };
+    let range = format!(
+        "SELECT min(rowid), max(rowid), count(*) FROM main.{}",
+        quote(&entry.def.table)
+    );
+    // WITHOUT ROWID tables have no rowid to split on.
+    let Ok((lo, hi, n)) = db.query_row(&range, [], |r| {
+        Ok((
+            r.get::<_, Option<i64>>(0)?,
+            r.get::<_, Option<i64>>(1)?,
+            r.get::<_, i64>(2)?,
+        ))
+    }) else {
+        return Ok(None);
+    };
+    let (Some(lo), Some(hi)) = (lo, hi) else {
+        return Ok(None);
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8) as i64;
+    if n < PARALLEL_MIN_ROWS || threads < 2 {
+        return Ok(None);
+    }
+    let span = (hi as i128 - lo as i128 + 1) as f64 / threads as f64;
+    let bounds: Vec<(i64, i64)> = (0..threads)
+        .map(|i| {
+            let a = lo as i128 + (span * i as f64) as i128;
+            let b = if i + 1 == threads {
+                hi as i128
+            } else {
+                lo as i128 + (span * (i + 1) as f64) as i128 - 1
+            };
+            (a as i64, b as i64)
+        })
+        .collect();
+    let def = &entry.def;
+    let config = entry.plane.config().clone();
+    let parts: Vec<rusqlite::Result<Plane>> = std::thread::scope(|s| {
+        let handles: Vec<_> = bounds
+            .iter()
+            .map(|&(a, b)| {
+                let (path, config) = (&path, config.clone());
+                s.spawn(move || -> rusqlite::Result<Plane> {
+                    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                        | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+                    let reader = rusqlite::Connection::open_with_flags(path, flags)?;
+                    let mut plane = Plane::new(config);
+                    let mut stmt = reader.prepare(&scan_sql(def, Some(())))?;
+                    scan_rows(
+                        &mut stmt,
+                        [a, b],
+                        &mut plane,
+                        def.dims.len(),
+                        def.measures.len(),
+                        def,
+                    )?;
+                    Ok(plane)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("plane build thread panicked"))
+            .collect()
+    });
+    let mut planes = parts
+        .into_iter()
+        .collect::<rusqlite::Result<Vec<_>>>()?
+        .into_iter();
+    let mut plane = planes.next().expect("at least two ranges");
+    for p in planes {
+        // A merge that fails (a cap crossed, a fault) faults `plane` itself.
+        let _ = plane.merge(&p);
+    }
+    Ok(Some(plane))
 }
 
 /// Read one row image (dimensions at positions `0..nd`, then measures) and
@@ -249,8 +420,18 @@ pub(crate) fn apply_row<'a>(
                 Ok(s) => DimRef::Text(s),
                 Err(_) => return Err((k, "text that is not UTF-8".into())),
             },
-            Ok(ValueRef::Real(_)) => return Err((k, "a REAL value (dimensions hold INTEGER, TEXT or NULL)".into())),
-            Ok(ValueRef::Blob(_)) => return Err((k, "a BLOB value (dimensions hold INTEGER, TEXT or NULL)".into())),
+            Ok(ValueRef::Real(_)) => {
+                return Err((
+                    k,
+                    "a REAL value (dimensions hold INTEGER, TEXT or NULL)".into(),
+                ))
+            }
+            Ok(ValueRef::Blob(_)) => {
+                return Err((
+                    k,
+                    "a BLOB value (dimensions hold INTEGER, TEXT or NULL)".into(),
+                ))
+            }
             Err(e) => return Err((k, format!("an unreadable value ({e})"))),
         });
     }
@@ -282,7 +463,10 @@ pub(crate) fn store(db: &rusqlite::Connection, def: &PlaneDef) -> rusqlite::Resu
 }
 
 pub(crate) fn remove(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<()> {
-    db.execute(&format!("DELETE FROM main.{CATALOG} WHERE tbl = ?1"), [table])?;
+    db.execute(
+        &format!("DELETE FROM main.{CATALOG} WHERE tbl = ?1"),
+        [table],
+    )?;
     Ok(())
 }
 
@@ -291,10 +475,21 @@ pub(crate) fn load(db: &rusqlite::Connection) -> rusqlite::Result<Vec<PlaneDef>>
     if canonical_table(db, CATALOG)?.is_none() {
         return Ok(Vec::new());
     }
-    let mut stmt = db.prepare(&format!("SELECT tbl, dims, measures FROM main.{CATALOG} ORDER BY tbl"))?;
-    let split = |s: String| s.split(',').filter(|x| !x.is_empty()).map(str::to_owned).collect::<Vec<_>>();
+    let mut stmt = db.prepare(&format!(
+        "SELECT tbl, dims, measures FROM main.{CATALOG} ORDER BY tbl"
+    ))?;
+    let split = |s: String| {
+        s.split(',')
+            .filter(|x| !x.is_empty())
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
     let rows = stmt.query_map([], |r| {
-        Ok(PlaneDef { table: r.get(0)?, dims: split(r.get(1)?), measures: split(r.get(2)?) })
+        Ok(PlaneDef {
+            table: r.get(0)?,
+            dims: split(r.get(1)?),
+            measures: split(r.get(2)?),
+        })
     })?;
     rows.collect()
 }
@@ -327,7 +522,10 @@ pub(crate) fn reverify_all(db: &rusqlite::Connection, shared: &mut Shared) {
             continue;
         }
         if let Err(reason) = resolve_columns(db, e) {
-            e.broken = Some(format!("{reason}; PRAGMA pleroma_rebuild('{}') after fixing it", e.def.table));
+            e.broken = Some(format!(
+                "{reason}; PRAGMA pleroma_rebuild('{}') after fixing it",
+                e.def.table
+            ));
         }
     }
 }
@@ -335,8 +533,14 @@ pub(crate) fn reverify_all(db: &rusqlite::Connection, shared: &mut Shared) {
 /// Schema names other than `main` that are the same file as `main`.
 fn main_aliases(db: &rusqlite::Connection) -> rusqlite::Result<Vec<String>> {
     let mut stmt = db.prepare("SELECT name, file FROM pragma_database_list")?;
-    let rows: Vec<(String, String)> = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
-    let main = rows.iter().find(|(n, _)| n == "main").map(|(_, f)| f.clone()).unwrap_or_default();
+    let rows: Vec<(String, String)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let main = rows
+        .iter()
+        .find(|(n, _)| n == "main")
+        .map(|(_, f)| f.clone())
+        .unwrap_or_default();
     if main.is_empty() {
         return Ok(Vec::new());
     }
@@ -344,7 +548,9 @@ fn main_aliases(db: &rusqlite::Connection) -> rusqlite::Result<Vec<String>> {
     let main_c = canon(&main);
     Ok(rows
         .into_iter()
-        .filter(|(n, f)| n != "main" && !f.is_empty() && (f == &main || (main_c.is_some() && canon(f) == main_c)))
+        .filter(|(n, f)| {
+            n != "main" && !f.is_empty() && (f == &main || (main_c.is_some() && canon(f) == main_c))
+        })
         .map(|(n, _)| n)
         .collect())
 }

@@ -10,9 +10,9 @@ use std::fmt;
 use pleroma_plane::Agg;
 use rusqlite::types::Value;
 use sqlparser::ast::{
-    BinaryOperator, DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, InTarget, LimitClause,
-    ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, TableFactor, UnaryOperator,
-    Value as SqlValue,
+    BinaryOperator, DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
+    GroupByExpr, InTarget, LimitClause, ObjectNamePart, OrderByKind, Query, Select, SelectItem,
+    SetExpr, Statement, TableFactor, UnaryOperator, Value as SqlValue,
 };
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
@@ -63,11 +63,26 @@ pub(crate) enum PExpr {
     And(Vec<PExpr>),
     Or(Vec<PExpr>),
     Not(Box<PExpr>),
-    Cmp { dim: usize, op: CmpOp, rhs: Operand },
-    In { dim: usize, list: Vec<Operand>, negated: bool },
-    IsNull { dim: usize, negated: bool },
+    Cmp {
+        dim: usize,
+        op: CmpOp,
+        rhs: Operand,
+    },
+    In {
+        dim: usize,
+        list: Vec<Operand>,
+        negated: bool,
+    },
+    IsNull {
+        dim: usize,
+        negated: bool,
+    },
     /// `IS` / `IS NOT` against a value (NULL-safe equality).
-    Is { dim: usize, rhs: Operand, negated: bool },
+    Is {
+        dim: usize,
+        rhs: Operand,
+        negated: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,8 +150,15 @@ pub(crate) enum HExpr {
     And(Vec<HExpr>),
     Or(Vec<HExpr>),
     Not(Box<HExpr>),
-    Cmp { lhs: HOperand, op: CmpOp, rhs: HOperand },
-    IsNull { e: OutExpr, negated: bool },
+    Cmp {
+        lhs: HOperand,
+        op: CmpOp,
+        rhs: HOperand,
+    },
+    IsNull {
+        e: OutExpr,
+        negated: bool,
+    },
 }
 
 /// A HAVING operand: an output value or a literal. A literal compared with
@@ -178,7 +200,9 @@ pub(crate) fn classify(db: &rusqlite::Connection, shared: &Shared, sql: &str) ->
     // The cheap gate first: a statement that names no planed table (or is not
     // a read-only statement) never pays for a parse.
     let lower = sql.to_ascii_lowercase();
-    let names_a_plane = shared.tables().any(|t| lower.contains(&t.to_ascii_lowercase()));
+    let names_a_plane = shared
+        .tables()
+        .any(|t| lower.contains(&t.to_ascii_lowercase()));
     let stmt = match db.prepare(sql) {
         Ok(s) => s,
         // SQLite reports its own error when it runs the statement.
@@ -190,7 +214,7 @@ pub(crate) fn classify(db: &rusqlite::Connection, shared: &Shared, sql: &str) ->
     if !names_a_plane {
         return Classified::Declined("no planed table in the statement".into());
     }
-    let columns: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
+    let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
     let param_count = stmt.parameter_count();
     drop(stmt);
     match plan(shared, sql, columns, param_count) {
@@ -202,7 +226,8 @@ pub(crate) fn classify(db: &rusqlite::Connection, shared: &Shared, sql: &str) ->
 type R<T> = Result<T, String>;
 
 fn plan(shared: &Shared, sql: &str, columns: Vec<String>, param_count: usize) -> R<Plan> {
-    let stmts = Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| format!("not understood ({e})"))?;
+    let stmts =
+        Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| format!("not understood ({e})"))?;
     let [Statement::Query(q)] = stmts.as_slice() else {
         return Err("not a single SELECT".into());
     };
@@ -257,14 +282,19 @@ fn plan(shared: &Shared, sql: &str, columns: Vec<String>, param_count: usize) ->
     for g in gexprs {
         let dim = match literal_position(g) {
             Some(p) => {
-                let item = sel.projection.get(p.wrapping_sub(1)).ok_or("GROUP BY position out of range")?;
+                let item = sel
+                    .projection
+                    .get(p.wrapping_sub(1))
+                    .ok_or("GROUP BY position out of range")?;
                 let e = match item {
                     SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
                     _ => return Err("GROUP BY position of a wildcard".into()),
                 };
                 b.dim_of(e).ok_or("GROUP BY a non-dimension")?
             }
-            None => b.dim_of(g).ok_or("GROUP BY an expression that is not a dimension column")?,
+            None => b
+                .dim_of(g)
+                .ok_or("GROUP BY an expression that is not a dimension column")?,
         };
         if !b.group_by.contains(&dim) {
             b.group_by.push(dim);
@@ -319,13 +349,21 @@ fn plan(shared: &Shared, sql: &str, columns: Vec<String>, param_count: usize) ->
             };
             let e = b.order_expr(&t.expr, &outputs, &aliases)?;
             let nulls_first = t.options.nulls_first.unwrap_or(!desc);
-            order_by.push(OrderTerm { e, desc, nulls_first });
+            order_by.push(OrderTerm {
+                e,
+                desc,
+                nulls_first,
+            });
         }
     }
     // LIMIT / OFFSET.
     let (limit, offset) = match &q.limit_clause {
         None => (None, None),
-        Some(LimitClause::LimitOffset { limit, offset, limit_by }) => {
+        Some(LimitClause::LimitOffset {
+            limit,
+            offset,
+            limit_by,
+        }) => {
             if !limit_by.is_empty() {
                 return Err("LIMIT BY".into());
             }
@@ -333,12 +371,18 @@ fn plan(shared: &Shared, sql: &str, columns: Vec<String>, param_count: usize) ->
             let o = offset.as_ref().map(|o| b.operand(&o.value)).transpose()?;
             (l, o)
         }
-        Some(LimitClause::OffsetCommaLimit { offset, limit }) => (Some(b.operand(limit)?), Some(b.operand(offset)?)),
+        Some(LimitClause::OffsetCommaLimit { offset, limit }) => {
+            (Some(b.operand(limit)?), Some(b.operand(offset)?))
+        }
     };
     if (limit.is_some() || offset.is_some()) && !b.group_by.is_empty() {
         // Rows beyond a partial ORDER BY are SQLite's choice; serve LIMIT only
         // when the order is total: every group column among the sort keys.
-        let total = b.group_by.iter().enumerate().all(|(i, _)| order_by.iter().any(|t| t.e == OutExpr::Group(i)));
+        let total = b
+            .group_by
+            .iter()
+            .enumerate()
+            .all(|(i, _)| order_by.iter().any(|t| t.e == OutExpr::Group(i)));
         if !total {
             return Err("LIMIT/OFFSET without an ORDER BY over every group column".into());
         }
@@ -347,7 +391,10 @@ fn plan(shared: &Shared, sql: &str, columns: Vec<String>, param_count: usize) ->
         return Err("mixed or named parameters".into());
     }
     let uses_distinct = b.aggs.iter().any(|a| matches!(a, AggFn::CountDistinct(_)));
-    let uses_minmax = b.aggs.iter().any(|a| matches!(a, AggFn::Min(_) | AggFn::Max(_)));
+    let uses_minmax = b
+        .aggs
+        .iter()
+        .any(|a| matches!(a, AggFn::Min(_) | AggFn::Max(_)));
     let class = if having.is_some() {
         Class::H
     } else if uses_distinct || (uses_minmax && filter.is_some()) {
@@ -378,17 +425,35 @@ fn plan(shared: &Shared, sql: &str, columns: Vec<String>, param_count: usize) ->
 /// The planed table in FROM, and the name columns may be qualified with.
 fn table_of(shared: &Shared, sel: &Select) -> R<(usize, String)> {
     let [twj] = sel.from.as_slice() else {
-        return Err(if sel.from.is_empty() { "no FROM".into() } else { "more than one table".into() });
+        return Err(if sel.from.is_empty() {
+            "no FROM".into()
+        } else {
+            "more than one table".into()
+        });
     };
     if !twj.joins.is_empty() {
         return Err("a join".into());
     }
-    let TableFactor::Table { name, alias, args, with_hints, version, partitions, sample, index_directives, .. } =
-        &twj.relation
+    let TableFactor::Table {
+        name,
+        alias,
+        args,
+        with_hints,
+        version,
+        partitions,
+        sample,
+        index_directives,
+        ..
+    } = &twj.relation
     else {
         return Err("FROM is not a plain table".into());
     };
-    if args.is_some() || !with_hints.is_empty() || version.is_some() || !partitions.is_empty() || sample.is_some() {
+    if args.is_some()
+        || !with_hints.is_empty()
+        || version.is_some()
+        || !partitions.is_empty()
+        || sample.is_some()
+    {
         return Err("table arguments or hints".into());
     }
     if !index_directives.is_empty() {
@@ -407,7 +472,9 @@ fn table_of(shared: &Shared, sel: &Select) -> R<(usize, String)> {
         [s, t] if s.eq_ignore_ascii_case("main") => *t,
         _ => return Err("a table outside the main schema".into()),
     };
-    let idx = shared.find(table).ok_or_else(|| format!("no plane on table {table}"))?;
+    let idx = shared
+        .find(table)
+        .ok_or_else(|| format!("no plane on table {table}"))?;
     let alias = match alias {
         Some(a) if !a.columns.is_empty() => return Err("a table alias with column names".into()),
         Some(a) => a.name.value.clone(),
@@ -495,10 +562,16 @@ impl Builder {
         if let Some(d) = self.dims.iter().position(|d| d.eq_ignore_ascii_case(name)) {
             return Some(Ok(Col::Dim(d)));
         }
-        if let Some(m) = self.measures.iter().position(|m| m.eq_ignore_ascii_case(name)) {
+        if let Some(m) = self
+            .measures
+            .iter()
+            .position(|m| m.eq_ignore_ascii_case(name))
+        {
             return Some(Ok(Col::Measure(m)));
         }
-        Some(Err(format!("column {name} is not a dimension or measure of the plane")))
+        Some(Err(format!(
+            "column {name} is not a dimension or measure of the plane"
+        )))
     }
 
     fn dim_of(&self, e: &Expr) -> Option<usize> {
@@ -518,7 +591,10 @@ impl Builder {
                 SqlValue::Placeholder(p) => self.params.take(p).map(Operand::Param),
                 other => Err(format!("literal {other} is not served")),
             },
-            Expr::UnaryOp { op: UnaryOperator::Minus, expr } => match expr.as_ref() {
+            Expr::UnaryOp {
+                op: UnaryOperator::Minus,
+                expr,
+            } => match expr.as_ref() {
                 Expr::Value(v) => match &v.value {
                     SqlValue::Number(n, false) => number(n, true).map(Operand::Lit),
                     _ => Err("unary minus on a non-number".into()),
@@ -533,15 +609,38 @@ impl Builder {
     fn pred(&mut self, e: &Expr) -> R<PExpr> {
         match e {
             Expr::Nested(inner) => self.pred(inner),
-            Expr::BinaryOp { left, op: BinaryOperator::And, right } => Ok(PExpr::And(vec![self.pred(left)?, self.pred(right)?])),
-            Expr::BinaryOp { left, op: BinaryOperator::Or, right } => Ok(PExpr::Or(vec![self.pred(left)?, self.pred(right)?])),
-            Expr::UnaryOp { op: UnaryOperator::Not, expr } => Ok(PExpr::Not(Box::new(self.pred(expr)?))),
-            Expr::BinaryOp { left, op: op @ (BinaryOperator::Is | BinaryOperator::IsNot), right } => {
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::And,
+                right,
+            } => Ok(PExpr::And(vec![self.pred(left)?, self.pred(right)?])),
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Or,
+                right,
+            } => Ok(PExpr::Or(vec![self.pred(left)?, self.pred(right)?])),
+            Expr::UnaryOp {
+                op: UnaryOperator::Not,
+                expr,
+            } => Ok(PExpr::Not(Box::new(self.pred(expr)?))),
+            Expr::BinaryOp {
+                left,
+                op: op @ (BinaryOperator::Is | BinaryOperator::IsNot),
+                right,
+            } => {
                 let negated = matches!(op, BinaryOperator::IsNot);
                 if let Some(dim) = self.pred_dim(left)? {
-                    Ok(PExpr::Is { dim, rhs: self.operand(right)?, negated })
+                    Ok(PExpr::Is {
+                        dim,
+                        rhs: self.operand(right)?,
+                        negated,
+                    })
                 } else if let Some(dim) = self.pred_dim(right)? {
-                    Ok(PExpr::Is { dim, rhs: self.operand(left)?, negated })
+                    Ok(PExpr::Is {
+                        dim,
+                        rhs: self.operand(left)?,
+                        negated,
+                    })
                 } else {
                     Err("IS without a dimension column".into())
                 }
@@ -549,42 +648,90 @@ impl Builder {
             Expr::BinaryOp { left, op, right } => {
                 let op = cmp_op(op).ok_or_else(|| format!("operator {op} is not served"))?;
                 if let Some(d) = self.pred_dim(left)? {
-                    Ok(PExpr::Cmp { dim: d, op, rhs: self.operand(right)? })
+                    Ok(PExpr::Cmp {
+                        dim: d,
+                        op,
+                        rhs: self.operand(right)?,
+                    })
                 } else if let Some(d) = self.pred_dim(right)? {
-                    Ok(PExpr::Cmp { dim: d, op: op.flip(), rhs: self.operand(left)? })
+                    Ok(PExpr::Cmp {
+                        dim: d,
+                        op: op.flip(),
+                        rhs: self.operand(left)?,
+                    })
                 } else {
                     Err("a comparison without a dimension column".into())
                 }
             }
             Expr::IsNull(x) | Expr::IsNotNull(x) => {
                 let dim = self.pred_dim(x)?.ok_or("IS NULL on a non-dimension")?;
-                Ok(PExpr::IsNull { dim, negated: matches!(e, Expr::IsNotNull(_)) })
+                Ok(PExpr::IsNull {
+                    dim,
+                    negated: matches!(e, Expr::IsNotNull(_)),
+                })
             }
             Expr::IsNotDistinctFrom(l, r) | Expr::IsDistinctFrom(l, r) => {
                 let negated = matches!(e, Expr::IsDistinctFrom(..));
                 if let Some(dim) = self.pred_dim(l)? {
-                    Ok(PExpr::Is { dim, rhs: self.operand(r)?, negated })
+                    Ok(PExpr::Is {
+                        dim,
+                        rhs: self.operand(r)?,
+                        negated,
+                    })
                 } else if let Some(dim) = self.pred_dim(r)? {
-                    Ok(PExpr::Is { dim, rhs: self.operand(l)?, negated })
+                    Ok(PExpr::Is {
+                        dim,
+                        rhs: self.operand(l)?,
+                        negated,
+                    })
                 } else {
                     Err("IS without a dimension column".into())
                 }
             }
-            Expr::Between { expr, negated, low, high } => {
+            Expr::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
                 let dim = self.pred_dim(expr)?.ok_or("BETWEEN on a non-dimension")?;
                 let both = PExpr::And(vec![
-                    PExpr::Cmp { dim, op: CmpOp::Ge, rhs: self.operand(low)? },
-                    PExpr::Cmp { dim, op: CmpOp::Le, rhs: self.operand(high)? },
+                    PExpr::Cmp {
+                        dim,
+                        op: CmpOp::Ge,
+                        rhs: self.operand(low)?,
+                    },
+                    PExpr::Cmp {
+                        dim,
+                        op: CmpOp::Le,
+                        rhs: self.operand(high)?,
+                    },
                 ]);
-                Ok(if *negated { PExpr::Not(Box::new(both)) } else { both })
+                Ok(if *negated {
+                    PExpr::Not(Box::new(both))
+                } else {
+                    both
+                })
             }
-            Expr::In { expr, target: InTarget::List(list), negated, global: false } => {
+            Expr::In {
+                expr,
+                target: InTarget::List(list),
+                negated,
+                global: false,
+            } => {
                 let dim = self.pred_dim(expr)?.ok_or("IN on a non-dimension")?;
                 if list.is_empty() {
                     return Err("an empty IN list".into());
                 }
-                let list = list.iter().map(|x| self.operand(x)).collect::<R<Vec<_>>>()?;
-                Ok(PExpr::In { dim, list, negated: *negated })
+                let list = list
+                    .iter()
+                    .map(|x| self.operand(x))
+                    .collect::<R<Vec<_>>>()?;
+                Ok(PExpr::In {
+                    dim,
+                    list,
+                    negated: *negated,
+                })
             }
             _ => Err("a predicate form that is not served".into()),
         }
@@ -611,12 +758,18 @@ impl Builder {
 
     /// An aggregate call, if `e` is one; errors for unserved aggregates.
     fn aggregate(&mut self, e: &Expr) -> R<Option<AggFn>> {
-        let Expr::Function(f) = e else { return Ok(None) };
+        let Expr::Function(f) = e else {
+            return Ok(None);
+        };
         let name = match f.name.0.as_slice() {
             [ObjectNamePart::Identifier(i)] => i.value.to_ascii_lowercase(),
             _ => return Err("a qualified function name".into()),
         };
-        if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() || f.null_treatment.is_some() {
+        if f.filter.is_some()
+            || f.over.is_some()
+            || !f.within_group.is_empty()
+            || f.null_treatment.is_some()
+        {
             return Err(format!("{name}() with FILTER, OVER or WITHIN GROUP"));
         }
         if !matches!(f.parameters, FunctionArguments::None) {
@@ -634,14 +787,24 @@ impl Builder {
             [FunctionArg::Unnamed(FunctionArgExpr::Expr(x))] => Some(x),
             _ => return Err(format!("{name}() with other than one argument")),
         };
-        let known = ["count", "sum", "total", "avg", "min", "max", "pleromasumexact"];
+        let known = [
+            "count",
+            "sum",
+            "total",
+            "avg",
+            "min",
+            "max",
+            "pleromasumexact",
+        ];
         if !known.contains(&name.as_str()) {
             return Err(format!("function {name}() is not served"));
         }
         let col = match arg {
             None if name == "count" && !distinct => return Ok(Some(AggFn::CountStar)),
             None => return Err(format!("{name}(*) is not served")),
-            Some(x) => self.column(x).ok_or_else(|| format!("{name}() of an expression"))??,
+            Some(x) => self
+                .column(x)
+                .ok_or_else(|| format!("{name}() of an expression"))??,
         };
         Ok(Some(match (name.as_str(), col, distinct) {
             ("count", Col::Dim(d), true) => AggFn::CountDistinct(d),
@@ -652,8 +815,15 @@ impl Builder {
             ("min", Col::Measure(m), false) => AggFn::Min(m),
             ("max", Col::Measure(m), false) => AggFn::Max(m),
             ("pleromasumexact", Col::Measure(m), false) => AggFn::SumExact(m),
-            (n, Col::Dim(d), _) => return Err(format!("{n}() of dimension {} is not served", self.dims[d])),
-            (n, Col::Measure(m), _) => return Err(format!("{n}(DISTINCT) of measure {} is not served", self.measures[m])),
+            (n, Col::Dim(d), _) => {
+                return Err(format!("{n}() of dimension {} is not served", self.dims[d]))
+            }
+            (n, Col::Measure(m), _) => {
+                return Err(format!(
+                    "{n}(DISTINCT) of measure {} is not served",
+                    self.measures[m]
+                ))
+            }
         }))
     }
 
@@ -676,12 +846,23 @@ impl Builder {
     }
 
     /// ORDER BY term: a position, an output alias, or an output expression.
-    fn order_expr(&mut self, e: &Expr, outputs: &[OutExpr], aliases: &[Option<String>]) -> R<OutExpr> {
+    fn order_expr(
+        &mut self,
+        e: &Expr,
+        outputs: &[OutExpr],
+        aliases: &[Option<String>],
+    ) -> R<OutExpr> {
         if let Some(p) = literal_position(e) {
-            return outputs.get(p.wrapping_sub(1)).copied().ok_or_else(|| "ORDER BY position out of range".into());
+            return outputs
+                .get(p.wrapping_sub(1))
+                .copied()
+                .ok_or_else(|| "ORDER BY position out of range".into());
         }
         if let Expr::Identifier(i) = e {
-            if let Some(k) = aliases.iter().position(|a| a.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(&i.value))) {
+            if let Some(k) = aliases.iter().position(|a| {
+                a.as_deref()
+                    .is_some_and(|a| a.eq_ignore_ascii_case(&i.value))
+            }) {
                 return Ok(outputs[k]);
             }
         }
@@ -691,59 +872,104 @@ impl Builder {
     fn having(&mut self, e: &Expr, outputs: &[OutExpr], aliases: &[Option<String>]) -> R<HExpr> {
         match e {
             Expr::Nested(inner) => self.having(inner, outputs, aliases),
-            Expr::BinaryOp { left, op: BinaryOperator::And, right } => Ok(HExpr::And(vec![
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::And,
+                right,
+            } => Ok(HExpr::And(vec![
                 self.having(left, outputs, aliases)?,
                 self.having(right, outputs, aliases)?,
             ])),
-            Expr::BinaryOp { left, op: BinaryOperator::Or, right } => Ok(HExpr::Or(vec![
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Or,
+                right,
+            } => Ok(HExpr::Or(vec![
                 self.having(left, outputs, aliases)?,
                 self.having(right, outputs, aliases)?,
             ])),
-            Expr::UnaryOp { op: UnaryOperator::Not, expr } => Ok(HExpr::Not(Box::new(self.having(expr, outputs, aliases)?))),
+            Expr::UnaryOp {
+                op: UnaryOperator::Not,
+                expr,
+            } => Ok(HExpr::Not(Box::new(self.having(expr, outputs, aliases)?))),
             Expr::BinaryOp { left, op, right } => {
                 let op = cmp_op(op).ok_or_else(|| format!("operator {op} in HAVING"))?;
                 let l = self.h_operand(left, outputs, aliases)?;
                 let r = self.h_operand(right, outputs, aliases)?;
                 // A literal compared with a group column takes its affinity.
                 let (l, r) = match (l, r) {
-                    (HOperand::Lit(x, _), HOperand::Out(OutExpr::Group(g))) => {
-                        (HOperand::Lit(x, Some(self.dim_aff[self.group_by[g]])), HOperand::Out(OutExpr::Group(g)))
-                    }
-                    (HOperand::Out(OutExpr::Group(g)), HOperand::Lit(x, _)) => {
-                        (HOperand::Out(OutExpr::Group(g)), HOperand::Lit(x, Some(self.dim_aff[self.group_by[g]])))
-                    }
-                    (HOperand::Out(OutExpr::Group(_)), HOperand::Out(_)) | (HOperand::Out(_), HOperand::Out(OutExpr::Group(_))) => {
+                    (HOperand::Lit(x, _), HOperand::Out(OutExpr::Group(g))) => (
+                        HOperand::Lit(x, Some(self.dim_aff[self.group_by[g]])),
+                        HOperand::Out(OutExpr::Group(g)),
+                    ),
+                    (HOperand::Out(OutExpr::Group(g)), HOperand::Lit(x, _)) => (
+                        HOperand::Out(OutExpr::Group(g)),
+                        HOperand::Lit(x, Some(self.dim_aff[self.group_by[g]])),
+                    ),
+                    (HOperand::Out(OutExpr::Group(_)), HOperand::Out(_))
+                    | (HOperand::Out(_), HOperand::Out(OutExpr::Group(_))) => {
                         return Err("HAVING compares a group column with another value".into())
                     }
-                    (HOperand::Lit(..), HOperand::Lit(..)) => return Err("HAVING compares two literals".into()),
+                    (HOperand::Lit(..), HOperand::Lit(..)) => {
+                        return Err("HAVING compares two literals".into())
+                    }
                     pair => pair,
                 };
                 Ok(HExpr::Cmp { lhs: l, op, rhs: r })
             }
             Expr::IsNull(x) | Expr::IsNotNull(x) => match self.h_operand(x, outputs, aliases)? {
-                HOperand::Out(o) => Ok(HExpr::IsNull { e: o, negated: matches!(e, Expr::IsNotNull(_)) }),
+                HOperand::Out(o) => Ok(HExpr::IsNull {
+                    e: o,
+                    negated: matches!(e, Expr::IsNotNull(_)),
+                }),
                 HOperand::Lit(..) => Err("HAVING literal IS NULL".into()),
             },
-            Expr::Between { expr, negated, low, high } => {
-                let lo = Expr::BinaryOp { left: expr.clone(), op: BinaryOperator::GtEq, right: low.clone() };
-                let hi = Expr::BinaryOp { left: expr.clone(), op: BinaryOperator::LtEq, right: high.clone() };
-                let both = HExpr::And(vec![self.having(&lo, outputs, aliases)?, self.having(&hi, outputs, aliases)?]);
-                Ok(if *negated { HExpr::Not(Box::new(both)) } else { both })
+            Expr::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let lo = Expr::BinaryOp {
+                    left: expr.clone(),
+                    op: BinaryOperator::GtEq,
+                    right: low.clone(),
+                };
+                let hi = Expr::BinaryOp {
+                    left: expr.clone(),
+                    op: BinaryOperator::LtEq,
+                    right: high.clone(),
+                };
+                let both = HExpr::And(vec![
+                    self.having(&lo, outputs, aliases)?,
+                    self.having(&hi, outputs, aliases)?,
+                ]);
+                Ok(if *negated {
+                    HExpr::Not(Box::new(both))
+                } else {
+                    both
+                })
             }
             _ => Err("a HAVING form that is not served".into()),
         }
     }
 
-    fn h_operand(&mut self, e: &Expr, outputs: &[OutExpr], aliases: &[Option<String>]) -> R<HOperand> {
+    fn h_operand(
+        &mut self,
+        e: &Expr,
+        outputs: &[OutExpr],
+        aliases: &[Option<String>],
+    ) -> R<HOperand> {
         if let Ok(o) = self.operand(e) {
             return Ok(HOperand::Lit(o, None));
         }
         if let Expr::Identifier(i) = e {
             // A table column first, then an output alias (SQLite's order).
             if self.column(e).is_some_and(|c| c.is_err()) {
-                if let Some(k) =
-                    aliases.iter().position(|a| a.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(&i.value)))
-                {
+                if let Some(k) = aliases.iter().position(|a| {
+                    a.as_deref()
+                        .is_some_and(|a| a.eq_ignore_ascii_case(&i.value))
+                }) {
                     return Ok(HOperand::Out(outputs[k]));
                 }
             }
@@ -769,10 +995,14 @@ fn cmp_op(op: &BinaryOperator) -> Option<CmpOp> {
 /// integers past i64, which SQLite reads as REAL) is declined.
 fn number(n: &str, negative: bool) -> R<Value> {
     if n.bytes().all(|b| b.is_ascii_digit()) {
-        let v: i64 = n.parse().map_err(|_| format!("integer literal {n} outside i64"))?;
+        let v: i64 = n
+            .parse()
+            .map_err(|_| format!("integer literal {n} outside i64"))?;
         return Ok(Value::Integer(if negative { -v } else { v }));
     }
-    if n.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-')) {
+    if n.bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'))
+    {
         let v: f64 = n.parse().map_err(|_| format!("numeric literal {n}"))?;
         return Ok(Value::Real(if negative { -v } else { v }));
     }

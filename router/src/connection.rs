@@ -144,13 +144,16 @@ impl Connection {
         self.execute("ROLLBACK", &[]).map(drop)
     }
     pub fn savepoint(&mut self, name: &str) -> Result<()> {
-        self.execute(&format!("SAVEPOINT {}", quote_ident(name)), &[]).map(drop)
+        self.execute(&format!("SAVEPOINT {}", quote_ident(name)), &[])
+            .map(drop)
     }
     pub fn release(&mut self, name: &str) -> Result<()> {
-        self.execute(&format!("RELEASE SAVEPOINT {}", quote_ident(name)), &[]).map(drop)
+        self.execute(&format!("RELEASE SAVEPOINT {}", quote_ident(name)), &[])
+            .map(drop)
     }
     pub fn rollback_to(&mut self, name: &str) -> Result<()> {
-        self.execute(&format!("ROLLBACK TO SAVEPOINT {}", quote_ident(name)), &[]).map(drop)
+        self.execute(&format!("ROLLBACK TO SAVEPOINT {}", quote_ident(name)), &[])
+            .map(drop)
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Shared> {
@@ -274,7 +277,12 @@ impl Connection {
 
     /// Run a statement on SQLite, keeping the planes exact through whatever
     /// SQLite does or undoes.
-    fn run_engine(&mut self, sql: &str, params: &[Value], want_rows: bool) -> Result<(Rows, usize)> {
+    fn run_engine(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        want_rows: bool,
+    ) -> Result<(Rows, usize)> {
         let kind = txn::kind_of(sql);
         // Another connection's commit must reach the planes before this
         // statement's row images do.
@@ -294,7 +302,11 @@ impl Connection {
             // the statement's own implicit one.
             if self.txn.stale && !was_auto {
                 catalog::rebuild_all(&self.db, &mut shared);
-            } else if let Some(t) = if was_auto { Some(before) } else { self.txn.base.take() } {
+            } else if let Some(t) = if was_auto {
+                Some(before)
+            } else {
+                self.txn.base.take()
+            } {
                 if !crate::mutation::active("ignore_rollback") {
                     shared.restore(&t);
                 }
@@ -352,19 +364,28 @@ impl Connection {
 
     fn pragma(&mut self, p: Pragma) -> Result<Rows> {
         match p {
-            Pragma::Attach { table, dims, measures } => {
+            Pragma::Attach {
+                table,
+                dims,
+                measures,
+            } => {
                 self.require_no_txn("pleroma_attach")?;
-                let def = catalog::validate_def(&self.db, &table, &dims, &measures).map_err(Error::Pragma)?;
+                let def = catalog::validate_def(&self.db, &table, &dims, &measures)
+                    .map_err(Error::Pragma)?;
                 if self.lock().find(&def.table).is_some() {
-                    return Err(Error::Pragma(format!("pleroma_attach: table {} already has a plane", def.table)));
+                    return Err(Error::Pragma(format!(
+                        "pleroma_attach: table {} already has a plane",
+                        def.table
+                    )));
                 }
+                let version = self.read_data_version()?;
                 let entry = catalog::build_entry(&self.db, def.clone());
                 if let Some(reason) = entry.out_of_service() {
                     return Err(Error::Pragma(format!("pleroma_attach: {reason}")));
                 }
                 catalog::store(&self.db, &def)?;
                 self.lock().add(entry);
-                self.after_catalog_change()?;
+                self.after_catalog_change(version);
                 Ok(Rows::default())
             }
             Pragma::Detach { table } => {
@@ -372,16 +393,17 @@ impl Connection {
                 let name = self.known_table(&table, "pleroma_detach")?;
                 catalog::remove(&self.db, &name)?;
                 self.lock().remove(&name);
-                self.after_catalog_change()?;
+                self.cache.clear();
                 Ok(Rows::default())
             }
             Pragma::Rebuild { table } => {
                 self.require_no_txn("pleroma_rebuild")?;
                 let name = self.known_table(&table, "pleroma_rebuild")?;
+                let version = self.read_data_version()?;
                 let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
                 catalog::rebuild_one(&self.db, &mut shared, &name);
                 drop(shared);
-                self.after_catalog_change()?;
+                self.after_catalog_change(version);
                 Ok(Rows::default())
             }
             Pragma::Planes => Ok(self.lock().planes_rows()),
@@ -404,17 +426,24 @@ impl Connection {
         }
     }
 
-    fn after_catalog_change(&mut self) -> Result<()> {
+    /// `version`: `data_version` read before the build, so that a commit by
+    /// another connection during the build still counts as external. With
+    /// other planes attached the old value stays: if it differs, they are
+    /// stale, and the next answer rebuilds them all.
+    fn after_catalog_change(&mut self, version: i64) {
         self.cache.clear();
-        self.data_version = self.read_data_version()?;
-        Ok(())
+        if self.lock().tables().count() == 1 {
+            self.data_version = version;
+        }
     }
 
     fn require_no_txn(&self, what: &str) -> Result<()> {
         if self.db.is_autocommit() {
             Ok(())
         } else {
-            Err(Error::Pragma(format!("{what}: cannot run inside a transaction")))
+            Err(Error::Pragma(format!(
+                "{what}: cannot run inside a transaction"
+            )))
         }
     }
 
@@ -445,8 +474,18 @@ impl Connection {
         };
         let f = |v: Option<f64>| v.map(Value::Real).unwrap_or(Value::Null);
         Ok(Rows {
-            columns: vec!["route".into(), "reason".into(), "plane_cost".into(), "engine_cost".into()],
-            rows: vec![vec![Value::Text(route.into()), Value::Text(reason), f(plane_cost), f(engine_cost)]],
+            columns: vec![
+                "route".into(),
+                "reason".into(),
+                "plane_cost".into(),
+                "engine_cost".into(),
+            ],
+            rows: vec![vec![
+                Value::Text(route.into()),
+                Value::Text(reason),
+                f(plane_cost),
+                f(engine_cost),
+            ]],
         })
     }
 
@@ -472,11 +511,19 @@ impl Drop for Connection {
 }
 
 /// Run one statement on SQLite and collect its rows.
-fn exec(db: &rusqlite::Connection, sql: &str, params: &[Value], want_rows: bool) -> rusqlite::Result<(Rows, usize)> {
+fn exec(
+    db: &rusqlite::Connection,
+    sql: &str,
+    params: &[Value],
+    want_rows: bool,
+) -> rusqlite::Result<(Rows, usize)> {
     let mut stmt = db.prepare_cached(sql)?;
-    let columns: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
+    let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
     let n = columns.len();
-    let mut out = Rows { columns, rows: Vec::new() };
+    let mut out = Rows {
+        columns,
+        rows: Vec::new(),
+    };
     let params = rusqlite::params_from_iter(params.iter());
     if n == 0 {
         let changes = stmt.execute(params)?;

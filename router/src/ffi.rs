@@ -6,7 +6,9 @@ use std::ffi::CString;
 /// `sqlite3` shell uses), which knows about quotes, comments and trigger
 /// bodies.
 pub(crate) fn is_complete(sql: &str) -> bool {
-    let Ok(c) = CString::new(sql) else { return false };
+    let Ok(c) = CString::new(sql) else {
+        return false;
+    };
     // SAFETY: `c` is a valid NUL-terminated string that outlives the call;
     // sqlite3_complete only reads it and needs no connection.
     unsafe { rusqlite::ffi::sqlite3_complete(c.as_ptr()) != 0 }

@@ -42,10 +42,13 @@ impl Shared {
         self.entries.push(e);
     }
     pub fn remove(&mut self, table: &str) {
-        self.entries.retain(|e| !e.def.table.eq_ignore_ascii_case(table));
+        self.entries
+            .retain(|e| !e.def.table.eq_ignore_ascii_case(table));
     }
     pub fn find(&self, table: &str) -> Option<usize> {
-        self.entries.iter().position(|e| e.def.table.eq_ignore_ascii_case(table))
+        self.entries
+            .iter()
+            .position(|e| e.def.table.eq_ignore_ascii_case(table))
     }
     pub fn tables(&self) -> impl Iterator<Item = &str> {
         self.entries.iter().map(|e| e.def.table.as_str())
@@ -86,7 +89,8 @@ impl Shared {
             // Attach and detach are refused inside transactions, so this
             // cannot happen; never guess if it does.
             for e in &mut self.entries {
-                e.plane.set_fault("plane set changed inside a transaction".into());
+                e.plane
+                    .set_fault("plane set changed inside a transaction".into());
             }
             return;
         }
@@ -98,7 +102,16 @@ impl Shared {
     /// `PRAGMA pleroma_planes`.
     pub fn planes_rows(&self) -> Rows {
         let columns = [
-            "table", "dimensions", "measures", "joint_bits", "cells", "bytes", "rows", "state", "reason", "served",
+            "table",
+            "dimensions",
+            "measures",
+            "joint_bits",
+            "cells",
+            "bytes",
+            "rows",
+            "state",
+            "reason",
+            "served",
             "declined",
         ];
         let rows = self
@@ -111,7 +124,9 @@ impl Shared {
                     .dims
                     .iter()
                     .enumerate()
-                    .map(|(i, d)| format!("{d}({} values, {} bits)", p.dict(i).len(), p.dim_bits(i)))
+                    .map(|(i, d)| {
+                        format!("{d}({} values, {} bits)", p.dict(i).len(), p.dim_bits(i))
+                    })
                     .collect::<Vec<_>>()
                     .join(", ");
                 let reason = e.out_of_service();
@@ -123,21 +138,34 @@ impl Shared {
                     Value::Integer(p.cells() as i64),
                     Value::Integer(p.bytes() as i64),
                     Value::Integer(p.rows()),
-                    Value::Text(if reason.is_some() { "out of service" } else { "in service" }.into()),
+                    Value::Text(
+                        if reason.is_some() {
+                            "out of service"
+                        } else {
+                            "in service"
+                        }
+                        .into(),
+                    ),
                     reason.map(Value::Text).unwrap_or(Value::Null),
                     Value::Integer(e.served as i64),
                     Value::Integer(e.declined as i64),
                 ]
             })
             .collect();
-        Rows { columns: columns.iter().map(|s| s.to_string()).collect(), rows }
+        Rows {
+            columns: columns.iter().map(|s| s.to_string()).collect(),
+            rows,
+        }
     }
 
     fn on_change(&mut self, db: &str, table: &str, case: &PreUpdateCase) {
         if db != "main" && !self.main_aliases.iter().any(|a| a.eq_ignore_ascii_case(db)) {
             return;
         }
-        let Some(i) = self.entries.iter().position(|e| e.def.table == table || e.def.table.eq_ignore_ascii_case(table))
+        let Some(i) = self
+            .entries
+            .iter()
+            .position(|e| e.def.table == table || e.def.table.eq_ignore_ascii_case(table))
         else {
             return;
         };
@@ -150,7 +178,10 @@ impl Shared {
                     apply(entry, -1, |c| old.get_old_column_value(c));
                 }
             }
-            PreUpdateCase::Update { old_value_accessor: old, new_value_accessor: new } => {
+            PreUpdateCase::Update {
+                old_value_accessor: old,
+                new_value_accessor: new,
+            } => {
                 apply(entry, -1, |c| old.get_old_column_value(c));
                 apply(entry, 1, |c| new.get_new_column_value(c));
             }
@@ -163,26 +194,49 @@ impl Shared {
 }
 
 /// Feed one row image of an attached table to its plane.
-fn apply<'a>(entry: &mut PlaneEntry, weight: i64, get: impl Fn(i32) -> rusqlite::Result<ValueRef<'a>>) {
+fn apply<'a>(
+    entry: &mut PlaneEntry,
+    weight: i64,
+    get: impl Fn(i32) -> rusqlite::Result<ValueRef<'a>>,
+) {
     if entry.broken.is_some() || entry.plane.fault().is_some() {
         return;
     }
-    let PlaneEntry { plane, dim_cols, meas_cols, columns, .. } = entry;
+    let PlaneEntry {
+        plane,
+        dim_cols,
+        meas_cols,
+        columns,
+        ..
+    } = entry;
     let nd = dim_cols.len();
-    let col = |k: usize| if k < nd { dim_cols[k] } else { meas_cols[k - nd] };
+    let col = |k: usize| {
+        if k < nd {
+            dim_cols[k]
+        } else {
+            meas_cols[k - nd]
+        }
+    };
     if let Err((k, what)) = apply_row(plane, weight, nd, meas_cols.len(), |k| get(col(k))) {
         let name = columns.get(col(k) as usize).cloned().unwrap_or_default();
-        plane.set_fault(format!("column {name} received {what}; PRAGMA pleroma_rebuild after fixing the data"));
+        plane.set_fault(format!(
+            "column {name} received {what}; PRAGMA pleroma_rebuild after fixing the data"
+        ));
     }
 }
 
 /// Register the hooks on `db`, feeding `shared`.
-pub(crate) fn install(db: &mut rusqlite::Connection, shared: &Arc<Mutex<Shared>>) -> rusqlite::Result<()> {
+pub(crate) fn install(
+    db: &mut rusqlite::Connection,
+    shared: &Arc<Mutex<Shared>>,
+) -> rusqlite::Result<()> {
     let s = shared.clone();
-    db.preupdate_hook(Some(move |_a: Action, db: &str, table: &str, case: &PreUpdateCase| {
-        let mut g = s.lock().unwrap_or_else(|e| e.into_inner());
-        g.on_change(db, table, case);
-    }))?;
+    db.preupdate_hook(Some(
+        move |_a: Action, db: &str, table: &str, case: &PreUpdateCase| {
+            let mut g = s.lock().unwrap_or_else(|e| e.into_inner());
+            g.on_change(db, table, case);
+        },
+    ))?;
     let s = shared.clone();
     db.commit_hook(Some(move || {
         s.lock().unwrap_or_else(|e| e.into_inner()).flags.committed = true;
@@ -190,7 +244,10 @@ pub(crate) fn install(db: &mut rusqlite::Connection, shared: &Arc<Mutex<Shared>>
     }))?;
     let s = shared.clone();
     db.rollback_hook(Some(move || {
-        s.lock().unwrap_or_else(|e| e.into_inner()).flags.rolled_back = true;
+        s.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .flags
+            .rolled_back = true;
     }))?;
     Ok(())
 }

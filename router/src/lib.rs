@@ -25,13 +25,13 @@ mod connection;
 mod error;
 mod ffi;
 mod hook;
+pub mod mutation;
 mod pragma;
 mod route;
 mod rules;
 mod split;
 mod sum_exact;
 mod txn;
-pub mod mutation;
 
 pub use connection::{Connection, Rows};
 pub use error::Error;

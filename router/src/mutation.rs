@@ -41,5 +41,9 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
 
 /// Every mutation: the router's, then the plane's.
 pub fn all() -> Vec<&'static str> {
-    ROUTER_MUTATIONS.iter().chain(pleroma_plane::mutation::PLANE_MUTATIONS).copied().collect()
+    ROUTER_MUTATIONS
+        .iter()
+        .chain(pleroma_plane::mutation::PLANE_MUTATIONS)
+        .copied()
+        .collect()
 }

@@ -12,11 +12,21 @@ use crate::RouteMode;
 
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Pragma {
-    Attach { table: String, dims: Vec<String>, measures: Vec<String> },
-    Detach { table: String },
-    Rebuild { table: String },
+    Attach {
+        table: String,
+        dims: Vec<String>,
+        measures: Vec<String>,
+    },
+    Detach {
+        table: String,
+    },
+    Rebuild {
+        table: String,
+    },
     Planes,
-    Explain { sql: String },
+    Explain {
+        sql: String,
+    },
     Route(Option<RouteMode>),
 }
 
@@ -26,7 +36,9 @@ pub(crate) fn parse(sql: &str) -> Option<Result<Pragma, String>> {
     let s = sql.trim().trim_end_matches(';').trim_end();
     let rest = strip_word(s, "pragma")?;
     let rest = rest.trim_start();
-    let name_end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    let name_end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
     let name = rest[..name_end].to_ascii_lowercase();
     if !name.starts_with("pleroma_") {
         return None;
@@ -97,7 +109,9 @@ fn mode(name: &str, v: &str) -> Result<RouteMode, String> {
         "auto" => Ok(RouteMode::Auto),
         "engine" => Ok(RouteMode::Engine),
         "plane" => Ok(RouteMode::Plane),
-        other => Err(format!("{name}: unknown mode '{other}' (expected auto, engine or plane)")),
+        other => Err(format!(
+            "{name}: unknown mode '{other}' (expected auto, engine or plane)"
+        )),
     }
 }
 
@@ -120,7 +134,10 @@ fn nonempty(name: &str, what: &str, v: &str) -> Result<String, String> {
 }
 
 fn list(v: &str) -> Vec<String> {
-    v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()
+    v.split(',')
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 /// `('a', 'b', ...)`: single-quoted strings ('' escapes a quote) separated
@@ -137,7 +154,9 @@ fn args(name: &str, tail: &str) -> Result<Vec<String>, String> {
             chars.next();
         }
         if chars.next() != Some('\'') {
-            return Err(format!("{name}: each argument must be a single-quoted string"));
+            return Err(format!(
+                "{name}: each argument must be a single-quoted string"
+            ));
         }
         let mut s = String::new();
         loop {
@@ -158,7 +177,12 @@ fn args(name: &str, tail: &str) -> Result<Vec<String>, String> {
         match chars.next() {
             None => return Ok(out),
             Some(',') => continue,
-            Some(c) => return Err(format!("{name}: unexpected '{c}' after argument {}", out.len())),
+            Some(c) => {
+                return Err(format!(
+                    "{name}: unexpected '{c}' after argument {}",
+                    out.len()
+                ))
+            }
         }
     }
 }
@@ -169,7 +193,9 @@ mod tests {
 
     #[test]
     fn parses_attach_with_lists() {
-        let p = parse("PRAGMA pleroma_attach('t', 'a, b ,c', 'm');").unwrap().unwrap();
+        let p = parse("PRAGMA pleroma_attach('t', 'a, b ,c', 'm');")
+            .unwrap()
+            .unwrap();
         assert_eq!(
             p,
             Pragma::Attach {
@@ -182,7 +208,9 @@ mod tests {
 
     #[test]
     fn zero_dimensions_is_allowed() {
-        let p = parse("pragma PLEROMA_ATTACH('t', '', 'm')").unwrap().unwrap();
+        let p = parse("pragma PLEROMA_ATTACH('t', '', 'm')")
+            .unwrap()
+            .unwrap();
         assert!(matches!(p, Pragma::Attach { dims, .. } if dims.is_empty()));
     }
 
@@ -194,9 +222,13 @@ mod tests {
 
     #[test]
     fn malformed_arguments_name_the_problem() {
-        let e = parse("PRAGMA pleroma_attach('t', 'a')").unwrap().unwrap_err();
+        let e = parse("PRAGMA pleroma_attach('t', 'a')")
+            .unwrap()
+            .unwrap_err();
         assert!(e.contains("expected 3 arguments"), "{e}");
-        let e = parse("PRAGMA pleroma_attach(t, 'a', 'b')").unwrap().unwrap_err();
+        let e = parse("PRAGMA pleroma_attach(t, 'a', 'b')")
+            .unwrap()
+            .unwrap_err();
         assert!(e.contains("single-quoted"), "{e}");
         let e = parse("PRAGMA pleroma_route = fast").unwrap().unwrap_err();
         assert!(e.contains("unknown mode"), "{e}");
@@ -206,8 +238,17 @@ mod tests {
 
     #[test]
     fn route_takes_both_forms() {
-        assert_eq!(parse("PRAGMA pleroma_route='plane'").unwrap().unwrap(), Pragma::Route(Some(RouteMode::Plane)));
-        assert_eq!(parse("PRAGMA pleroma_route(engine)").map(|r| r.is_err()), Some(true));
-        assert_eq!(parse("PRAGMA pleroma_route").unwrap().unwrap(), Pragma::Route(None));
+        assert_eq!(
+            parse("PRAGMA pleroma_route='plane'").unwrap().unwrap(),
+            Pragma::Route(Some(RouteMode::Plane))
+        );
+        assert_eq!(
+            parse("PRAGMA pleroma_route(engine)").map(|r| r.is_err()),
+            Some(true)
+        );
+        assert_eq!(
+            parse("PRAGMA pleroma_route").unwrap().unwrap(),
+            Pragma::Route(None)
+        );
     }
 }

@@ -45,7 +45,13 @@ pub struct Route {
 
 impl Route {
     pub(crate) fn engine(reason: impl Into<String>) -> Route {
-        Route { kind: RouteKind::Engine, reason: reason.into(), table: None, plane_cost: None, engine_cost: None }
+        Route {
+            kind: RouteKind::Engine,
+            reason: reason.into(),
+            table: None,
+            plane_cost: None,
+            engine_cost: None,
+        }
     }
 }
 

@@ -20,12 +20,18 @@ impl Aggregate<(i128, bool), Option<String>> for SumExact {
                 acc.1 = true;
                 Ok(())
             }
-            _ => Err(rusqlite::Error::UserFunctionError("PleromaSumExact: a non-INTEGER value".into())),
+            _ => Err(rusqlite::Error::UserFunctionError(
+                "PleromaSumExact: a non-INTEGER value".into(),
+            )),
         }
     }
 
     /// NULL when no non-NULL value was seen, like SUM.
-    fn finalize(&self, _: &mut Context<'_>, acc: Option<(i128, bool)>) -> rusqlite::Result<Option<String>> {
+    fn finalize(
+        &self,
+        _: &mut Context<'_>,
+        acc: Option<(i128, bool)>,
+    ) -> rusqlite::Result<Option<String>> {
         Ok(acc.and_then(|(s, any)| any.then(|| s.to_string())))
     }
 }

@@ -43,14 +43,21 @@ impl TxnState {
 
     /// RELEASE: drop the newest savepoint of that name and all above it.
     pub fn release(&mut self, name: &str) {
-        if let Some(i) = self.saves.iter().rposition(|(n, _)| n.eq_ignore_ascii_case(name)) {
+        if let Some(i) = self
+            .saves
+            .iter()
+            .rposition(|(n, _)| n.eq_ignore_ascii_case(name))
+        {
             self.saves.truncate(i);
         }
     }
 
     /// ROLLBACK TO: the savepoint stays; those above it go.
     pub fn rollback_to(&mut self, name: &str) -> Option<Snapshots> {
-        let i = self.saves.iter().rposition(|(n, _)| n.eq_ignore_ascii_case(name))?;
+        let i = self
+            .saves
+            .iter()
+            .rposition(|(n, _)| n.eq_ignore_ascii_case(name))?;
         self.saves.truncate(i + 1);
         Some(self.saves[i].1.clone())
     }
@@ -58,19 +65,25 @@ impl TxnState {
 
 pub(crate) fn kind_of(sql: &str) -> StmtKind {
     let mut words = Words::new(sql);
-    let Some(first) = words.next() else { return StmtKind::Other };
+    let Some(first) = words.next() else {
+        return StmtKind::Other;
+    };
     match first.to_ascii_uppercase().as_str() {
         "BEGIN" => StmtKind::Begin,
         "COMMIT" | "END" => StmtKind::Commit,
         "ROLLBACK" => {
             let mut w = words.next();
-            if w.as_deref().is_some_and(|w| w.eq_ignore_ascii_case("TRANSACTION")) {
+            if w.as_deref()
+                .is_some_and(|w| w.eq_ignore_ascii_case("TRANSACTION"))
+            {
                 w = words.next();
             }
             match w {
                 Some(t) if t.eq_ignore_ascii_case("TO") => {
                     let mut n = words.next();
-                    if n.as_deref().is_some_and(|w| w.eq_ignore_ascii_case("SAVEPOINT")) {
+                    if n.as_deref()
+                        .is_some_and(|w| w.eq_ignore_ascii_case("SAVEPOINT"))
+                    {
                         n = words.next();
                     }
                     StmtKind::RollbackTo(n.unwrap_or_default())
@@ -81,12 +94,16 @@ pub(crate) fn kind_of(sql: &str) -> StmtKind {
         "SAVEPOINT" => StmtKind::Savepoint(words.next().unwrap_or_default()),
         "RELEASE" => {
             let mut n = words.next();
-            if n.as_deref().is_some_and(|w| w.eq_ignore_ascii_case("SAVEPOINT")) {
+            if n.as_deref()
+                .is_some_and(|w| w.eq_ignore_ascii_case("SAVEPOINT"))
+            {
                 n = words.next();
             }
             StmtKind::Release(n.unwrap_or_default())
         }
-        "CREATE" | "DROP" | "ALTER" | "VACUUM" | "ATTACH" | "DETACH" | "REINDEX" => StmtKind::Schema,
+        "CREATE" | "DROP" | "ALTER" | "VACUUM" | "ATTACH" | "DETACH" | "REINDEX" => {
+            StmtKind::Schema
+        }
         _ => StmtKind::Other,
     }
 }
@@ -100,7 +117,10 @@ struct Words<'a> {
 
 impl<'a> Words<'a> {
     fn new(sql: &'a str) -> Self {
-        Words { s: sql.as_bytes(), i: 0 }
+        Words {
+            s: sql.as_bytes(),
+            i: 0,
+        }
     }
 }
 
@@ -156,7 +176,11 @@ impl Iterator for Words<'_> {
             return Some(String::from_utf8_lossy(&out).into_owned());
         }
         let start = self.i;
-        while self.i < s.len() && !s[self.i].is_ascii_whitespace() && s[self.i] != b';' && s[self.i] != b'(' {
+        while self.i < s.len()
+            && !s[self.i].is_ascii_whitespace()
+            && s[self.i] != b';'
+            && s[self.i] != b'('
+        {
             self.i += 1;
         }
         if self.i == start {
@@ -175,9 +199,15 @@ mod tests {
         assert_eq!(kind_of(" begin immediate"), StmtKind::Begin);
         assert_eq!(kind_of("END TRANSACTION"), StmtKind::Commit);
         assert_eq!(kind_of("rollback"), StmtKind::Rollback);
-        assert_eq!(kind_of("ROLLBACK TRANSACTION TO SAVEPOINT \"a b\""), StmtKind::RollbackTo("a b".into()));
+        assert_eq!(
+            kind_of("ROLLBACK TRANSACTION TO SAVEPOINT \"a b\""),
+            StmtKind::RollbackTo("a b".into())
+        );
         assert_eq!(kind_of("rollback to s1"), StmtKind::RollbackTo("s1".into()));
-        assert_eq!(kind_of("/* x */ SAVEPOINT s2;"), StmtKind::Savepoint("s2".into()));
+        assert_eq!(
+            kind_of("/* x */ SAVEPOINT s2;"),
+            StmtKind::Savepoint("s2".into())
+        );
         assert_eq!(kind_of("RELEASE s2"), StmtKind::Release("s2".into()));
         assert_eq!(kind_of("drop table t"), StmtKind::Schema);
         assert_eq!(kind_of("INSERT INTO t VALUES(1)"), StmtKind::Other);

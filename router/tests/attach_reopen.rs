@@ -20,14 +20,25 @@ fn reopening_the_file_reattaches_and_rebuilds() {
     let path = dir.path().join("db.sqlite");
     {
         let mut c = setup(&path);
-        c.execute_batch("PRAGMA pleroma_attach('T', 'Region, month', 'amount')").unwrap();
+        c.execute_batch("PRAGMA pleroma_attach('T', 'Region, month', 'amount')")
+            .unwrap();
         c.execute("INSERT INTO t VALUES ('ap', 4, 1)", &[]).unwrap();
     }
     let mut c = Connection::open(&path).unwrap();
-    let rows = c.query("SELECT region, SUM(amount) FROM t GROUP BY region", &[]).unwrap();
+    let rows = c
+        .query("SELECT region, SUM(amount) FROM t GROUP BY region", &[])
+        .unwrap();
     assert_eq!(c.last_route().kind, RouteKind::Plane);
     let plain = rusqlite::Connection::open(&path).unwrap();
-    assert_eq!(rows.rows, sqlite_rows(&plain, "SELECT region, SUM(amount) FROM t GROUP BY region", &[]).unwrap());
+    assert_eq!(
+        rows.rows,
+        sqlite_rows(
+            &plain,
+            "SELECT region, SUM(amount) FROM t GROUP BY region",
+            &[]
+        )
+        .unwrap()
+    );
     let planes = c.query("PRAGMA pleroma_planes", &[]).unwrap();
     assert_eq!(planes.rows.len(), 1);
     assert_eq!(planes.rows[0][0], text("t"));
@@ -40,7 +51,8 @@ fn detach_forgets_the_plane_and_rebuild_restores_service() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db.sqlite");
     let mut c = setup(&path);
-    c.execute_batch("PRAGMA pleroma_attach('t', 'region', 'amount')").unwrap();
+    c.execute_batch("PRAGMA pleroma_attach('t', 'region', 'amount')")
+        .unwrap();
     c.execute_batch("PRAGMA pleroma_rebuild('t')").unwrap();
     c.query("SELECT COUNT(*) FROM t", &[]).unwrap();
     assert_eq!(c.last_route().kind, RouteKind::Plane);
@@ -50,7 +62,11 @@ fn detach_forgets_the_plane_and_rebuild_restores_service() {
     drop(c);
     let c = Connection::open(&path).unwrap();
     let mut c = c;
-    assert!(c.query("PRAGMA pleroma_planes", &[]).unwrap().rows.is_empty());
+    assert!(c
+        .query("PRAGMA pleroma_planes", &[])
+        .unwrap()
+        .rows
+        .is_empty());
 }
 
 #[test]
@@ -74,14 +90,20 @@ fn schema_changes_put_the_plane_out_of_service_until_rebuild() {
     p.exec("ALTER TABLE t ADD COLUMN y INTEGER DEFAULT 7");
     p.served("SELECT g, SUM(m) FROM t GROUP BY g", &[]);
     p.exec("ALTER TABLE t RENAME COLUMN m TO mm");
-    assert_eq!(p.check("SELECT g, SUM(mm) FROM t GROUP BY g", &[]), RouteKind::Engine);
+    assert_eq!(
+        p.check("SELECT g, SUM(mm) FROM t GROUP BY g", &[]),
+        RouteKind::Engine
+    );
     p.exec("ALTER TABLE t RENAME COLUMN mm TO m");
     p.exec("INSERT INTO t VALUES ('c', 3, 0, 0)");
     p.pl.execute_batch("PRAGMA pleroma_rebuild('t')").unwrap();
     p.served("SELECT g, SUM(m) FROM t GROUP BY g", &[]);
     // A temp table of the same name shadows main.t: the plane must not answer.
     p.exec("CREATE TEMP TABLE t(g TEXT, m INTEGER); INSERT INTO temp.t VALUES ('temp', 100)");
-    assert_eq!(p.check("SELECT g, SUM(m) FROM t GROUP BY g", &[]), RouteKind::Engine);
+    assert_eq!(
+        p.check("SELECT g, SUM(m) FROM t GROUP BY g", &[]),
+        RouteKind::Engine
+    );
     let _ = Value::Null;
 }
 
@@ -90,11 +112,40 @@ fn writes_through_an_attached_alias_of_the_same_file_reach_the_plane() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db.sqlite");
     let mut c = setup(&path);
-    c.execute_batch("PRAGMA pleroma_attach('t', 'region', 'amount')").unwrap();
-    c.execute(&format!("ATTACH DATABASE '{}' AS again", path.display()), &[]).unwrap();
-    c.execute("INSERT INTO again.t VALUES ('zz', 9, 100)", &[]).unwrap();
+    c.execute_batch("PRAGMA pleroma_attach('t', 'region', 'amount')")
+        .unwrap();
+    c.execute(
+        &format!("ATTACH DATABASE '{}' AS again", path.display()),
+        &[],
+    )
+    .unwrap();
+    c.execute("INSERT INTO again.t VALUES ('zz', 9, 100)", &[])
+        .unwrap();
     let r = c.query("SELECT COUNT(*), SUM(amount) FROM t", &[]).unwrap();
     assert_eq!(c.last_route().kind, RouteKind::Plane);
     let plain = rusqlite::Connection::open(&path).unwrap();
-    assert_eq!(r.rows, sqlite_rows(&plain, "SELECT COUNT(*), SUM(amount) FROM t", &[]).unwrap());
+    assert_eq!(
+        r.rows,
+        sqlite_rows(&plain, "SELECT COUNT(*), SUM(amount) FROM t", &[]).unwrap()
+    );
+}
+
+#[test]
+fn a_big_file_table_builds_in_parallel_and_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    let mut c = Connection::open(&path).unwrap();
+    c.execute_batch(
+        "PRAGMA journal_mode = WAL;
+         CREATE TABLE t(id INTEGER PRIMARY KEY, g INTEGER, h TEXT, m INTEGER);
+         WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 250000)
+         INSERT INTO t SELECT i * 3, i % 7, CASE WHEN i % 11 = 0 THEN NULL ELSE 'h' || (i % 5) END, i - 100000 FROM s;
+         PRAGMA pleroma_attach('t', 'g, h', 'm');",
+    )
+    .unwrap();
+    let q = "SELECT g, h, COUNT(*), SUM(m), MIN(m), MAX(m) FROM t GROUP BY g, h";
+    let r = c.query(q, &[]).unwrap();
+    assert_eq!(c.last_route().kind, RouteKind::Plane);
+    let plain = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(r.rows, sqlite_rows(&plain, q, &[]).unwrap());
 }

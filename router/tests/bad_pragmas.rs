@@ -21,12 +21,24 @@ fn err(c: &mut Connection, sql: &str) -> String {
 fn each_bad_input_is_named_and_nothing_changes() {
     let mut c = db();
     let cases = [
-        ("PRAGMA pleroma_attach('nope', 'g', 'm')", "no such table: nope"),
-        ("PRAGMA pleroma_attach('t', 'zz', 'm')", "no such column: t.zz"),
+        (
+            "PRAGMA pleroma_attach('nope', 'g', 'm')",
+            "no such table: nope",
+        ),
+        (
+            "PRAGMA pleroma_attach('t', 'zz', 'm')",
+            "no such column: t.zz",
+        ),
         ("PRAGMA pleroma_attach('t', 'g, g', 'm')", "given twice"),
         ("PRAGMA pleroma_attach('t', 'g', 'g')", "given twice"),
-        ("PRAGMA pleroma_attach('t', 'g', 'f')", "measure f holds REAL values"),
-        ("PRAGMA pleroma_attach('t', 'g', 'n')", "measure n holds TEXT values"),
+        (
+            "PRAGMA pleroma_attach('t', 'g', 'f')",
+            "measure f holds REAL values",
+        ),
+        (
+            "PRAGMA pleroma_attach('t', 'g', 'n')",
+            "measure n holds TEXT values",
+        ),
         ("PRAGMA pleroma_attach('t', 'r', 'm')", "REAL affinity"),
         ("PRAGMA pleroma_attach('t', 'n', 'm')", "collation NOCASE"),
         ("PRAGMA pleroma_attach('t', 'f', 'm')", "REAL value"),
@@ -35,7 +47,10 @@ fn each_bad_input_is_named_and_nothing_changes() {
         ("PRAGMA pleroma_attach('t', 'g', 'm'", "parentheses"),
         ("PRAGMA pleroma_detach('t')", "has no plane"),
         ("PRAGMA pleroma_route = sometimes", "unknown mode"),
-        ("PRAGMA pleroma_atach('t', 'g', 'm')", "unknown Pleroma PRAGMA"),
+        (
+            "PRAGMA pleroma_atach('t', 'g', 'm')",
+            "unknown Pleroma PRAGMA",
+        ),
     ];
     for (sql, want) in cases {
         let e = err(&mut c, sql);
@@ -43,10 +58,18 @@ fn each_bad_input_is_named_and_nothing_changes() {
     }
     let catalog: i64 = c
         .sqlite()
-        .query_row("SELECT count(*) FROM sqlite_master WHERE name = 'pleroma_catalog'", [], |r| r.get(0))
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'pleroma_catalog'",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(catalog, 0, "a failed attach must not write the catalog");
-    assert!(c.query("PRAGMA pleroma_planes", &[]).unwrap().rows.is_empty());
+    assert!(c
+        .query("PRAGMA pleroma_planes", &[])
+        .unwrap()
+        .rows
+        .is_empty());
 }
 
 #[test]
@@ -67,9 +90,16 @@ fn crossing_the_cap_later_puts_the_plane_out_of_service_with_a_reason() {
     let r = c.query("SELECT COUNT(*) FROM t WHERE k = 5", &[]).unwrap();
     assert_eq!(r.rows[0][0], pleroma::Value::Integer(1));
     assert_eq!(c.last_route().kind, pleroma::RouteKind::Engine);
-    assert!(c.last_route().reason.contains("out of service"), "{:?}", c.last_route());
+    assert!(
+        c.last_route().reason.contains("out of service"),
+        "{:?}",
+        c.last_route()
+    );
     let planes = c.query("PRAGMA pleroma_planes", &[]).unwrap();
-    assert_eq!(planes.rows[0][7], pleroma::Value::Text("out of service".into()));
+    assert_eq!(
+        planes.rows[0][7],
+        pleroma::Value::Text("out of service".into())
+    );
 }
 
 #[test]

@@ -16,11 +16,17 @@ fn another_connections_commit_is_seen_at_commit() {
     )
     .unwrap();
     let other = rusqlite::Connection::open(&path).unwrap();
-    other.execute_batch("BEGIN; INSERT INTO t VALUES ('a', 10);").unwrap();
+    other
+        .execute_batch("BEGIN; INSERT INTO t VALUES ('a', 10);")
+        .unwrap();
     let q = "SELECT g, SUM(m) FROM t GROUP BY g ORDER BY g";
     let before = c.query(q, &[]).unwrap();
     assert_eq!(c.last_route().kind, RouteKind::Plane);
-    assert_eq!(before.rows, sqlite_rows(&other_reader(&path), q, &[]).unwrap(), "uncommitted write must not show");
+    assert_eq!(
+        before.rows,
+        sqlite_rows(&other_reader(&path), q, &[]).unwrap(),
+        "uncommitted write must not show"
+    );
     other.execute_batch("COMMIT").unwrap();
     let after = c.query(q, &[]).unwrap();
     assert_eq!(c.last_route().kind, RouteKind::Plane);
@@ -30,7 +36,11 @@ fn another_connections_commit_is_seen_at_commit() {
 
 #[test]
 fn another_process_write_is_seen() {
-    if std::process::Command::new("sqlite3").arg("-version").output().is_err() {
+    if std::process::Command::new("sqlite3")
+        .arg("-version")
+        .output()
+        .is_err()
+    {
         eprintln!("sqlite3 program not found; skipping the second-process case");
         return;
     }
@@ -46,7 +56,9 @@ fn another_process_write_is_seen() {
         .status()
         .unwrap();
     assert!(st.success());
-    let r = c.query("SELECT SUM(m), COUNT(DISTINCT g) FROM t", &[]).unwrap();
+    let r = c
+        .query("SELECT SUM(m), COUNT(DISTINCT g) FROM t", &[])
+        .unwrap();
     assert_eq!(c.last_route().kind, RouteKind::Plane);
     assert_eq!(r.rows, vec![vec![int(42), int(2)]]);
 }
@@ -63,12 +75,20 @@ fn a_local_write_right_after_an_external_one_stays_exact() {
     c.execute_batch("CREATE TABLE t(g TEXT, m INTEGER); INSERT INTO t VALUES ('a', 1); PRAGMA pleroma_attach('t', 'g', 'm');")
         .unwrap();
     let other = rusqlite::Connection::open(&path).unwrap();
-    other.execute_batch("INSERT INTO t VALUES ('b', 2), ('b', 3)").unwrap();
+    other
+        .execute_batch("INSERT INTO t VALUES ('b', 2), ('b', 3)")
+        .unwrap();
     // Row images of rows the plane has not seen yet.
-    c.execute("UPDATE t SET m = m * 10 WHERE g = 'b'", &[]).unwrap();
+    c.execute("UPDATE t SET m = m * 10 WHERE g = 'b'", &[])
+        .unwrap();
     c.execute("DELETE FROM t WHERE g = 'a'", &[]).unwrap();
     let q = "SELECT g, COUNT(*), SUM(m) FROM t GROUP BY g";
     let r = c.query(q, &[]).unwrap();
-    assert_eq!(c.last_route().kind, RouteKind::Plane, "{:?}", c.last_route());
+    assert_eq!(
+        c.last_route().kind,
+        RouteKind::Plane,
+        "{:?}",
+        c.last_route()
+    );
     assert_eq!(r.rows, sqlite_rows(&other, q, &[]).unwrap());
 }

@@ -15,7 +15,9 @@ const ATTACH: &str = "PRAGMA pleroma_attach('t', 'g', 'm')";
 fn sum_past_i64_raises_integer_overflow_like_sqlite() {
     let mut p = Pair::new(SETUP, ATTACH);
     p.pl.execute_batch("PRAGMA pleroma_route = plane").unwrap();
-    let err = p.pl.query("SELECT SUM(m) FROM t WHERE g = 'a'", &[]).unwrap_err();
+    let err =
+        p.pl.query("SELECT SUM(m) FROM t WHERE g = 'a'", &[])
+            .unwrap_err();
     assert_eq!(err.to_string(), "integer overflow");
     let plain = sqlite_rows(&p.sq, "SELECT SUM(m) FROM t WHERE g = 'a'", &[]).unwrap_err();
     assert_eq!(plain, "integer overflow");
@@ -30,17 +32,28 @@ fn order_dependent_sum_is_declined() {
     let mut p = Pair::new(SETUP, ATTACH);
     p.pl.execute("INSERT INTO t VALUES ('c', 3)", &[]).unwrap();
     p.sq.execute("INSERT INTO t VALUES ('c', 3)", []).unwrap();
-    assert_eq!(p.check("SELECT SUM(m) FROM t WHERE g = 'c'", &[]), RouteKind::Engine);
-    assert!(p.pl.last_route().reason.contains("overflow"), "{:?}", p.pl.last_route());
+    assert_eq!(
+        p.check("SELECT SUM(m) FROM t WHERE g = 'c'", &[]),
+        RouteKind::Engine
+    );
+    assert!(
+        p.pl.last_route().reason.contains("overflow"),
+        "{:?}",
+        p.pl.last_route()
+    );
 }
 
 #[test]
 fn sum_exact_agrees_on_both_paths() {
     let mut p = Pair::new(SETUP, ATTACH);
-    let served = p.pl.query("SELECT PleromaSumExact(m) FROM t WHERE g = 'a'", &[]).unwrap();
+    let served =
+        p.pl.query("SELECT PleromaSumExact(m) FROM t WHERE g = 'a'", &[])
+            .unwrap();
     assert_eq!(p.pl.last_route().kind, RouteKind::Plane);
     p.pl.execute_batch("PRAGMA pleroma_route = engine").unwrap();
-    let engine = p.pl.query("SELECT PleromaSumExact(m) FROM t WHERE g = 'a'", &[]).unwrap();
+    let engine =
+        p.pl.query("SELECT PleromaSumExact(m) FROM t WHERE g = 'a'", &[])
+            .unwrap();
     assert_eq!(p.pl.last_route().kind, RouteKind::Engine);
     assert_eq!(served.rows, engine.rows);
     assert_eq!(served.rows[0][0], text("9223372036854775817"));

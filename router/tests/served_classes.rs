@@ -37,7 +37,10 @@ fn totals_and_scalar_filters_match_sqlite() {
     ] {
         p.served(sql, &[]);
     }
-    p.served("SELECT SUM(qty) FROM t WHERE region = ? AND month >= ?", &[text("eu"), int(202402)]);
+    p.served(
+        "SELECT SUM(qty) FROM t WHERE region = ? AND month >= ?",
+        &[text("eu"), int(202402)],
+    );
 }
 
 #[test]

@@ -81,14 +81,23 @@ fn savepoint_methods_match_sql_text() {
 #[test]
 fn failed_statements_under_each_conflict_mode() {
     // Row 2 of each multi-row INSERT collides with k = 2.
-    for mode in ["", "OR ABORT", "OR FAIL", "OR ROLLBACK", "OR IGNORE", "OR REPLACE"] {
+    for mode in [
+        "",
+        "OR ABORT",
+        "OR FAIL",
+        "OR ROLLBACK",
+        "OR IGNORE",
+        "OR REPLACE",
+    ] {
         for in_txn in [false, true] {
             let mut p = pair();
             if in_txn {
                 p.exec("BEGIN");
                 p.exec("INSERT INTO t(k, g, m) VALUES (50, 'pre', 1)");
             }
-            p.exec(&format!("INSERT {mode} INTO t(k, g, m) VALUES (40, 'n', 4), (2, 'dup', 5), (41, 'n', 6)"));
+            p.exec(&format!(
+                "INSERT {mode} INTO t(k, g, m) VALUES (40, 'n', 4), (2, 'dup', 5), (41, 'n', 6)"
+            ));
             verify(&mut p);
             if in_txn && !p.pl.sqlite().is_autocommit() {
                 p.exec("COMMIT");
@@ -136,7 +145,8 @@ fn triggers_cascades_upsert_and_replace_reach_the_plane() {
          INSERT INTO parent VALUES (1), (2);
          INSERT INTO child VALUES (1, 1, 'c', 5), (2, 2, 'c', 6);",
     );
-    p.pl.execute_batch("PRAGMA pleroma_attach('child', 'g', 'm')").unwrap();
+    p.pl.execute_batch("PRAGMA pleroma_attach('child', 'g', 'm')")
+        .unwrap();
     verify(&mut p);
     p.exec("DELETE FROM parent WHERE id = 1");
     p.served("SELECT COUNT(*), SUM(m) FROM child", &[]);

@@ -31,17 +31,31 @@ type R<T> = std::result::Result<T, String>;
 
 pub(crate) fn answer(conn: &Connection, plan: &Plan, params: &[Value]) -> Result<Outcome> {
     if params.len() != plan.param_count {
-        return Ok(Outcome::Declined("parameter count differs from the statement's".into(), None));
+        return Ok(Outcome::Declined(
+            "parameter count differs from the statement's".into(),
+            None,
+        ));
     }
     let mut shared = conn.lock();
     let Some(i) = shared.find(&plan.table) else {
-        return Ok(Outcome::Declined(format!("no plane on table {}", plan.table), None));
+        return Ok(Outcome::Declined(
+            format!("no plane on table {}", plan.table),
+            None,
+        ));
     };
     let entry = shared.entry_mut(i);
     if let Some(reason) = entry.out_of_service() {
-        return Ok(Outcome::Declined(format!("plane on {} is out of service: {reason}", plan.table), None));
+        return Ok(Outcome::Declined(
+            format!("plane on {} is out of service: {reason}", plan.table),
+            None,
+        ));
     }
-    let filter = match plan.filter.as_ref().map(|f| build_pred(entry, f, params)).transpose() {
+    let filter = match plan
+        .filter
+        .as_ref()
+        .map(|f| build_pred(entry, f, params))
+        .transpose()
+    {
         Ok(f) => f.unwrap_or(Pred::Const(Truth::True)),
         Err(r) => return Ok(Outcome::Declined(r, None)),
     };
@@ -74,15 +88,20 @@ pub(crate) fn answer(conn: &Connection, plan: &Plan, params: &[Value]) -> Result
     };
     let plane = &entry.plane;
     // Per group: the output values, then hidden sort keys.
-    let mut out: Vec<(Vec<Value>, Vec<Value>, Vec<Value>)> = Vec::with_capacity(result.groups.len());
+    let mut out: Vec<(Vec<Value>, Vec<Value>, Vec<Value>)> =
+        Vec::with_capacity(result.groups.len());
     // Groups with a SUM past i64: SQLite raises "integer overflow" when it
     // finalizes one; `None` when HAVING rejects the group on group columns
     // alone (SQLite may move such terms into WHERE and never finalize it).
     let mut overflow = false;
     let mut overflow_unsure = false;
     for g in &result.groups {
-        let keys: Vec<Value> =
-            g.key.iter().zip(&plan.group_by).map(|(&c, &d)| dim_to_value(plane.dict(d).value(c))).collect();
+        let keys: Vec<Value> = g
+            .key
+            .iter()
+            .zip(&plan.group_by)
+            .map(|(&c, &d)| dim_to_value(plane.dict(d).value(c)))
+            .collect();
         let mut aggs = Vec::with_capacity(plan.aggs.len());
         let mut group_overflow = false;
         for (a, v) in plan.aggs.iter().zip(&g.values) {
@@ -100,7 +119,12 @@ pub(crate) fn answer(conn: &Connection, plan: &Plan, params: &[Value]) -> Result
             OutExpr::Agg(i) => aggs[i].clone(),
         };
         if group_overflow {
-            match plan.having.as_ref().map(|h| group_terms_pass(h, &val, params)).transpose() {
+            match plan
+                .having
+                .as_ref()
+                .map(|h| group_terms_pass(h, &val, params))
+                .transpose()
+            {
                 Ok(None | Some(true)) => overflow = true,
                 Ok(Some(false)) => overflow_unsure = true,
                 Err(r) => return Ok(Outcome::Declined(r, Some(route))),
@@ -119,13 +143,19 @@ pub(crate) fn answer(conn: &Connection, plan: &Plan, params: &[Value]) -> Result
         out.push((row, sort, keys));
     }
     if overflow_unsure && !overflow {
-        return Ok(Outcome::Declined("SUM overflow in a group HAVING rejects on group columns".into(), Some(route)));
+        return Ok(Outcome::Declined(
+            "SUM overflow in a group HAVING rejects on group columns".into(),
+            Some(route),
+        ));
     }
     if overflow {
         if plan.limit.is_some() || plan.offset.is_some() {
             // SQLite finalizes only the groups it outputs before LIMIT stops
             // it; which ones those are is its business.
-            return Ok(Outcome::Declined("SUM overflow under LIMIT".into(), Some(route)));
+            return Ok(Outcome::Declined(
+                "SUM overflow under LIMIT".into(),
+                Some(route),
+            ));
         }
         return Err(integer_overflow());
     }
@@ -144,19 +174,44 @@ pub(crate) fn answer(conn: &Connection, plan: &Plan, params: &[Value]) -> Result
             }
         }
         // SQLite emits groups in group-key order.
-        a.2.iter().zip(&b.2).map(|(x, y)| sort_cmp(x, y)).find(|o| *o != Ordering::Equal).unwrap_or(Ordering::Equal)
+        a.2.iter()
+            .zip(&b.2)
+            .map(|(x, y)| sort_cmp(x, y))
+            .find(|o| *o != Ordering::Equal)
+            .unwrap_or(Ordering::Equal)
     });
-    let offset = match plan.offset.as_ref().map(|o| int_operand(o, params)).transpose() {
+    let offset = match plan
+        .offset
+        .as_ref()
+        .map(|o| int_operand(o, params))
+        .transpose()
+    {
         Ok(o) => o.unwrap_or(0).max(0) as usize,
         Err(r) => return Ok(Outcome::Declined(r, Some(route))),
     };
-    let limit = match plan.limit.as_ref().map(|o| int_operand(o, params)).transpose() {
+    let limit = match plan
+        .limit
+        .as_ref()
+        .map(|o| int_operand(o, params))
+        .transpose()
+    {
         Ok(Some(l)) if l >= 0 => l as usize,
         Ok(_) => usize::MAX,
         Err(r) => return Ok(Outcome::Declined(r, Some(route))),
     };
-    let rows = out.into_iter().skip(offset).take(limit).map(|(r, ..)| r).collect();
-    Ok(Outcome::Served(Rows { columns: plan.columns.clone(), rows }, route))
+    let rows = out
+        .into_iter()
+        .skip(offset)
+        .take(limit)
+        .map(|(r, ..)| r)
+        .collect();
+    Ok(Outcome::Served(
+        Rows {
+            columns: plan.columns.clone(),
+            rows,
+        },
+        route,
+    ))
 }
 
 fn null_side(nulls_first: bool) -> Ordering {
@@ -183,15 +238,21 @@ enum AggErr {
 /// One aggregate's SQL value from the plane's exact totals.
 fn agg_value(a: AggFn, v: &AggValue) -> std::result::Result<Value, AggErr> {
     let sum = |v: &AggValue| -> std::result::Result<(i64, i128, bool), AggErr> {
-        let AggValue::Sum { nn, pos, neg } = *v else { return Err(AggErr::Unsure("unexpected aggregate".into())) };
+        let AggValue::Sum { nn, pos, neg } = *v else {
+            return Err(AggErr::Unsure("unexpected aggregate".into()));
+        };
         let total = pos + neg;
         // Every partial sum lies in [neg, pos]: inside i64, no order overflows.
         let safe = pos <= i64::MAX as i128 && neg >= i64::MIN as i128;
         Ok((nn, total, safe))
     };
     Ok(match (a, *v) {
-        (AggFn::CountStar | AggFn::Count(_) | AggFn::CountDistinct(_), AggValue::Count(n)) => Value::Integer(n),
-        (AggFn::Min(_), AggValue::Min(m)) | (AggFn::Max(_), AggValue::Max(m)) => m.map_or(Value::Null, Value::Integer),
+        (AggFn::CountStar | AggFn::Count(_) | AggFn::CountDistinct(_), AggValue::Count(n)) => {
+            Value::Integer(n)
+        }
+        (AggFn::Min(_), AggValue::Min(m)) | (AggFn::Max(_), AggValue::Max(m)) => {
+            m.map_or(Value::Null, Value::Integer)
+        }
         (AggFn::Sum(_), _) => {
             let (nn, total, safe) = sum(v)?;
             if nn == 0 {
@@ -199,7 +260,9 @@ fn agg_value(a: AggFn, v: &AggValue) -> std::result::Result<Value, AggErr> {
             } else if total > i64::MAX as i128 || total < i64::MIN as i128 {
                 return Err(AggErr::Overflow);
             } else if !safe {
-                return Err(AggErr::Unsure("SUM may overflow part-way, depending on row order".into()));
+                return Err(AggErr::Unsure(
+                    "SUM may overflow part-way, depending on row order".into(),
+                ));
             } else {
                 Value::Integer(total as i64)
             }
@@ -209,7 +272,9 @@ fn agg_value(a: AggFn, v: &AggValue) -> std::result::Result<Value, AggErr> {
             if nn == 0 {
                 Value::Real(0.0)
             } else if !safe {
-                return Err(AggErr::Unsure("TOTAL past i64 is order-dependent in SQLite".into()));
+                return Err(AggErr::Unsure(
+                    "TOTAL past i64 is order-dependent in SQLite".into(),
+                ));
             } else {
                 Value::Real(total as i64 as f64)
             }
@@ -219,7 +284,9 @@ fn agg_value(a: AggFn, v: &AggValue) -> std::result::Result<Value, AggErr> {
             if nn == 0 {
                 Value::Null
             } else if !safe {
-                return Err(AggErr::Unsure("AVG past i64 is order-dependent in SQLite".into()));
+                return Err(AggErr::Unsure(
+                    "AVG past i64 is order-dependent in SQLite".into(),
+                ));
             } else if crate::mutation::active("avg_as_integer_division") {
                 Value::Real((total as i64 / nn) as f64)
             } else {
@@ -307,16 +374,28 @@ fn or(a: Truth, b: Truth) -> Truth {
 /// A WHERE predicate as per-code truth tables.
 fn build_pred(entry: &PlaneEntry, e: &PExpr, params: &[Value]) -> R<Pred> {
     let conv = |dim: usize, o: &Operand| -> R<Value> {
-        convert_operand(entry.dim_aff[dim], &resolve(o, params))
-            .ok_or_else(|| format!("a {} compared with a value whose conversion is not certain", entry.def.dims[dim]))
+        convert_operand(entry.dim_aff[dim], &resolve(o, params)).ok_or_else(|| {
+            format!(
+                "a {} compared with a value whose conversion is not certain",
+                entry.def.dims[dim]
+            )
+        })
     };
     let leaf = |dim: usize, f: &dyn Fn(&DimValue) -> Truth| Pred::Leaf {
         dim,
         truth: entry.plane.dict(dim).values().iter().map(f).collect(),
     };
     Ok(match e {
-        PExpr::And(v) => Pred::And(v.iter().map(|x| build_pred(entry, x, params)).collect::<R<_>>()?),
-        PExpr::Or(v) => Pred::Or(v.iter().map(|x| build_pred(entry, x, params)).collect::<R<_>>()?),
+        PExpr::And(v) => Pred::And(
+            v.iter()
+                .map(|x| build_pred(entry, x, params))
+                .collect::<R<_>>()?,
+        ),
+        PExpr::Or(v) => Pred::Or(
+            v.iter()
+                .map(|x| build_pred(entry, x, params))
+                .collect::<R<_>>()?,
+        ),
         PExpr::Not(x) => Pred::Not(Box::new(build_pred(entry, x, params)?)),
         PExpr::Cmp { dim, op, rhs } => {
             let v = conv(*dim, rhs)?;
@@ -325,7 +404,9 @@ fn build_pred(entry: &PlaneEntry, e: &PExpr, params: &[Value]) -> R<Pred> {
         PExpr::In { dim, list, negated } => {
             let vs = list.iter().map(|o| conv(*dim, o)).collect::<R<Vec<_>>>()?;
             leaf(*dim, &|d| {
-                let t = vs.iter().fold(Truth::False, |acc, v| or(acc, op_truth(CmpOp::Eq, cmp_dim(d, v))));
+                let t = vs.iter().fold(Truth::False, |acc, v| {
+                    or(acc, op_truth(CmpOp::Eq, cmp_dim(d, v)))
+                });
                 if *negated {
                     not(t)
                 } else {
@@ -333,7 +414,9 @@ fn build_pred(entry: &PlaneEntry, e: &PExpr, params: &[Value]) -> R<Pred> {
                 }
             })
         }
-        PExpr::IsNull { dim, negated } => leaf(*dim, &|d| truth((*d == DimValue::Null) != *negated)),
+        PExpr::IsNull { dim, negated } => {
+            leaf(*dim, &|d| truth((*d == DimValue::Null) != *negated))
+        }
         PExpr::Is { dim, rhs, negated } => {
             let v = conv(*dim, rhs)?;
             leaf(*dim, &|d| {
@@ -382,11 +465,20 @@ pub(crate) fn estimate(conn: &Connection, plan: &Plan) -> R<(f64, f64)> {
 }
 
 /// Recompute MIN/MAX of the given cells from the table.
-fn recompute_extrema(db: &rusqlite::Connection, entry: &mut PlaneEntry, cells: &[(u64, usize)]) -> Result<()> {
+fn recompute_extrema(
+    db: &rusqlite::Connection,
+    entry: &mut PlaneEntry,
+    cells: &[(u64, usize)],
+) -> Result<()> {
     for &(key, m) in cells {
         let codes = entry.plane.decode(key);
-        let conds: Vec<String> =
-            entry.def.dims.iter().enumerate().map(|(i, d)| format!("{} IS ?{}", quote(d), i + 1)).collect();
+        let conds: Vec<String> = entry
+            .def
+            .dims
+            .iter()
+            .enumerate()
+            .map(|(i, d)| format!("{} IS ?{}", quote(d), i + 1))
+            .collect();
         let mcol = quote(&entry.def.measures[m]);
         let sql = format!(
             "SELECT MIN({mcol}), MAX({mcol}) FROM main.{}{}{}",
@@ -394,11 +486,16 @@ fn recompute_extrema(db: &rusqlite::Connection, entry: &mut PlaneEntry, cells: &
             if conds.is_empty() { "" } else { " WHERE " },
             conds.join(" AND ")
         );
-        let vals: Vec<Value> =
-            codes.iter().enumerate().map(|(d, &c)| dim_to_value(entry.plane.dict(d).value(c))).collect();
+        let vals: Vec<Value> = codes
+            .iter()
+            .enumerate()
+            .map(|(d, &c)| dim_to_value(entry.plane.dict(d).value(c)))
+            .collect();
         let mut stmt = db.prepare_cached(&sql)?;
-        let (min, max): (Option<i64>, Option<i64>) =
-            stmt.query_row(rusqlite::params_from_iter(vals.iter()), |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let (min, max): (Option<i64>, Option<i64>) = stmt
+            .query_row(rusqlite::params_from_iter(vals.iter()), |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
         entry.plane.set_extrema(key, m, min, max);
     }
     Ok(())

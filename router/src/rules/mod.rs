@@ -38,17 +38,35 @@ pub(crate) fn to_arrow(rows: &Rows) -> RecordBatch {
             (None, _) => (DataType::Null, Arc::new(NullArray::new(rows.rows.len()))),
             (Some(1), false) => {
                 let mut b = Int64Builder::new();
-                col.for_each(|v| b.append_option(if let Value::Integer(i) = v { Some(*i) } else { None }));
+                col.for_each(|v| {
+                    b.append_option(if let Value::Integer(i) = v {
+                        Some(*i)
+                    } else {
+                        None
+                    })
+                });
                 (DataType::Int64, Arc::new(b.finish()))
             }
             (Some(2), false) => {
                 let mut b = Float64Builder::new();
-                col.for_each(|v| b.append_option(if let Value::Real(f) = v { Some(*f) } else { None }));
+                col.for_each(|v| {
+                    b.append_option(if let Value::Real(f) = v {
+                        Some(*f)
+                    } else {
+                        None
+                    })
+                });
                 (DataType::Float64, Arc::new(b.finish()))
             }
             (Some(4), false) => {
                 let mut b = BinaryBuilder::new();
-                col.for_each(|v| b.append_option(if let Value::Blob(x) = v { Some(x) } else { None }));
+                col.for_each(|v| {
+                    b.append_option(if let Value::Blob(x) = v {
+                        Some(x)
+                    } else {
+                        None
+                    })
+                });
                 (DataType::Binary, Arc::new(b.finish()))
             }
             _ => {

@@ -31,7 +31,11 @@ impl Pair {
     /// The query on both; answers must be equal (as multisets unless
     /// `ordered`). Returns the route Pleroma took.
     pub fn check(&mut self, sql: &str, params: &[Value]) -> RouteKind {
-        let a = self.pl.query(sql, params).map(|r| r.rows).map_err(|e| e.to_string());
+        let a = self
+            .pl
+            .query(sql, params)
+            .map(|r| r.rows)
+            .map_err(|e| e.to_string());
         let b = sqlite_rows(&self.sq, sql, params);
         let ordered = sql.to_ascii_lowercase().contains("order by");
         match (a, b) {
@@ -55,10 +59,16 @@ impl Pair {
     }
 }
 
-pub fn sqlite_rows(db: &rusqlite::Connection, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, String> {
+pub fn sqlite_rows(
+    db: &rusqlite::Connection,
+    sql: &str,
+    params: &[Value],
+) -> Result<Vec<Vec<Value>>, String> {
     let mut stmt = db.prepare(sql).map_err(|e| e.to_string())?;
     let n = stmt.column_count();
-    let mut rows = stmt.query(rusqlite::params_from_iter(params.iter())).map_err(|e| e.to_string())?;
+    let mut rows = stmt
+        .query(rusqlite::params_from_iter(params.iter()))
+        .map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     while let Some(r) = rows.next().map_err(|e| e.to_string())? {
         out.push((0..n).map(|i| r.get::<_, Value>(i).unwrap()).collect());
