@@ -88,8 +88,10 @@ pub struct Options {
     pub seed: u64,
     /// Time budget of one timed loop of one cell, in milliseconds.
     pub budget_ms: f64,
-    /// Cap on the calls of one loop.
+    /// Cap on the calls of one loop (at least 3 unless the cap is lower).
     pub max_calls: usize,
+    /// Run only these queries (by name); empty: all.
+    pub only: Vec<String>,
 }
 
 impl Options {
@@ -278,7 +280,7 @@ pub fn is_noisy(a: f64, b: f64) -> bool {
 /// Calls per loop for a query whose warm-up call took `est_ms`.
 fn calls_for(est_ms: f64, opts: &Options) -> usize {
     let n = (opts.budget_ms / est_ms.max(1e-4)) as usize;
-    n.clamp(3, opts.max_calls)
+    n.clamp(3.min(opts.max_calls), opts.max_calls)
 }
 
 /// The answers one arm gave, for the check.
@@ -290,6 +292,11 @@ pub struct Answer {
 /// Run a read workload on every requested arm; returns the report (with any
 /// mismatches listed, for the caller to fail on).
 pub fn run_reads(w: &Workload, opts: &Options) -> Result<Report> {
+    let mut w = w.clone();
+    if !opts.only.is_empty() {
+        w.queries.retain(|q| opts.only.contains(&q.name));
+    }
+    let w = &w;
     let mut report = Report::new(&w.name, w.rows, opts);
     let mut conns: Vec<(Arm, Conn)> = Vec::new();
     for &arm in &opts.arms {
@@ -556,7 +563,10 @@ pub fn markdown(report: &Report, queries: &[Query]) -> String {
     out.push_str(&table_row(
         &head.iter().map(|_| "---".to_owned()).collect::<Vec<_>>(),
     ));
-    for q in queries {
+    for q in queries
+        .iter()
+        .filter(|q| report.cells.iter().any(|c| c.query == q.name))
+    {
         let mut row = vec![q.name.clone()];
         if has_class {
             row.push(q.class.clone());

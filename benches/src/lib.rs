@@ -75,6 +75,9 @@ struct RunArgs {
     /// Time budget of one timed loop of one cell, in ms.
     #[arg(long, default_value_t = 200.0)]
     budget_ms: f64,
+    /// Run only these queries (comma-separated names) of a read workload.
+    #[arg(long, default_value = "")]
+    only: String,
     /// ledger: also measure bulk-load rows/s per arm (a full load per arm).
     #[arg(long)]
     load: bool,
@@ -176,7 +179,14 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
         arms,
         seed: a.seed,
         budget_ms: a.budget_ms,
-        max_calls: a.max_calls.max(3),
+        max_calls: a.max_calls.max(1),
+        only: a
+            .only
+            .split(',')
+            .map(str::trim)
+            .filter(|q| !q.is_empty())
+            .map(String::from)
+            .collect(),
     };
     let out = match name {
         "ledger" => ledger::run(a.rows.unwrap_or(100_000), &opts, a.load)?,
@@ -191,7 +201,12 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
         std::fs::write(path, serde_json::to_string_pretty(r)?)?;
     }
     if let Some(path) = &a.svg {
-        std::fs::write(path, svg::chart(r, &out.chart))?;
+        let chart: Vec<String> = out
+            .chart
+            .into_iter()
+            .filter(|q| r.cells.iter().any(|c| &c.query == q))
+            .collect();
+        std::fs::write(path, svg::chart(r, &chart))?;
     }
     if !r.mismatches.is_empty() {
         for m in &r.mismatches {
