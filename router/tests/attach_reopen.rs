@@ -149,3 +149,17 @@ fn a_big_file_table_builds_in_parallel_and_exactly() {
     let plain = rusqlite::Connection::open(&path).unwrap();
     assert_eq!(r.rows, sqlite_rows(&plain, q, &[]).unwrap());
 }
+
+#[test]
+fn without_rowid_tables_and_vacuum_stay_exact() {
+    let mut p = Pair::new(
+        "CREATE TABLE w(k TEXT PRIMARY KEY, g INTEGER, m INTEGER) WITHOUT ROWID;
+         INSERT INTO w VALUES ('a', 1, 10), ('b', 2, 20), ('c', 1, 30);",
+        "PRAGMA pleroma_attach('w', 'g', 'm')",
+    );
+    p.served("SELECT g, SUM(m) FROM w GROUP BY g", &[]);
+    p.exec("UPDATE w SET g = 2 WHERE k = 'a'; DELETE FROM w WHERE k = 'c'; INSERT INTO w VALUES ('d', 3, 5)");
+    p.served("SELECT g, COUNT(*), SUM(m) FROM w GROUP BY g", &[]);
+    p.exec("VACUUM");
+    p.served("SELECT g, COUNT(*), SUM(m) FROM w GROUP BY g", &[]);
+}
