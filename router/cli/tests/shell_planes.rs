@@ -25,7 +25,19 @@ PRAGMA pleroma_attach('s', 'region', 'amount');
     assert_eq!(none, "(none)", "no planes yet");
     let boxes: Vec<&str> = rest.split_inclusive("┘\n").collect();
     assert_eq!(boxes.len(), 3, "{out}");
-    assert!(boxes[0].contains("│ table ") && boxes[0].contains("│ s "), "{}", boxes[0]);
-    assert!(boxes[1].contains("│ route ") && boxes[1].contains("│ plane "), "{}", boxes[1]);
-    assert!(boxes[2].contains("│ engine ") && boxes[2].contains("amount"), "{}", boxes[2]);
+    assert!(
+        boxes[0].contains("│ table ") && boxes[0].contains("│ s "),
+        "{}",
+        boxes[0]
+    );
+    assert!(
+        boxes[1].contains("│ route ") && boxes[1].contains("│ plane "),
+        "{}",
+        boxes[1]
+    );
+    assert!(
+        boxes[2].contains("│ engine ") && boxes[2].contains("amount"),
+        "{}",
+        boxes[2]
+    );
 }
