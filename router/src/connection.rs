@@ -284,14 +284,14 @@ impl Connection {
         want_rows: bool,
     ) -> Result<(Rows, usize)> {
         let kind = txn::kind_of(sql);
-        // Another connection's commit must reach the planes before this
-        // statement's row images do.
-        self.sync_external()?;
         let was_auto = self.db.is_autocommit();
+        // A snapshot is one Arc clone; its cost is the copy-on-write of the
+        // first page the statement then writes. Inside a transaction only
+        // BEGIN and SAVEPOINT need one: a failed statement there rebuilds.
         let before = {
             let mut s = self.lock();
             s.begin_statement();
-            s.snapshots()
+            (was_auto || matches!(kind, StmtKind::Begin | StmtKind::Savepoint(_))).then(|| s.snapshots())
         };
         let result = exec(&self.db, sql, params, want_rows);
         let now_auto = self.db.is_autocommit();
@@ -302,11 +302,7 @@ impl Connection {
             // the statement's own implicit one.
             if self.txn.stale && !was_auto {
                 catalog::rebuild_all(&self.db, &mut shared);
-            } else if let Some(t) = if was_auto {
-                Some(before)
-            } else {
-                self.txn.base.take()
-            } {
+            } else if let Some(t) = if was_auto { before } else { self.txn.base.take() } {
                 if !crate::mutation::active("ignore_rollback") {
                     shared.restore(&t);
                 }
@@ -315,8 +311,8 @@ impl Connection {
         } else if result.is_err() {
             if flags.events > 0 {
                 if was_auto && now_auto {
-                    if !flags.committed {
-                        shared.restore(&before);
+                    if let (false, Some(b)) = (flags.committed, &before) {
+                        shared.restore(b);
                     }
                 } else if !crate::mutation::active("ignore_failed_statement") {
                     // Inside a transaction that goes on: ABORT undid the
@@ -327,12 +323,14 @@ impl Connection {
             }
         } else {
             match &kind {
-                StmtKind::Begin => self.txn.base = Some(before),
+                StmtKind::Begin => self.txn.base = before,
                 StmtKind::Savepoint(name) => {
                     if was_auto {
-                        self.txn.base = Some(before.clone());
+                        self.txn.base = before.clone();
                     }
-                    self.txn.saves.push((name.clone(), before));
+                    if let Some(b) = before {
+                        self.txn.saves.push((name.clone(), b));
+                    }
                 }
                 StmtKind::Release(name) => self.txn.release(name),
                 StmtKind::RollbackTo(name) => {

@@ -65,6 +65,11 @@ impl Session {
         })
     }
 
+    /// A handle that interrupts the statement running on this session.
+    pub(crate) fn interrupt_handle(&self) -> rusqlite::InterruptHandle {
+        self.conn.sqlite().get_interrupt_handle()
+    }
+
     /// Run the statements of `chunk` in order, stopping at the first error,
     /// which goes to standard error worded as `sqlite3` words it for text
     /// from `source`. Returns whether every statement succeeded.

@@ -128,6 +128,10 @@ fn interactive(s: &mut Session, path: Option<&Path>) -> anyhow::Result<ExitCode>
     if path.is_none() {
         println!("Connected to a transient in-memory database.");
     }
+    // While a statement runs, Ctrl-C stops it (SQLite's interrupt) and the
+    // shell goes on; at the prompt the line editor reads Ctrl-C itself.
+    let interrupt = s.interrupt_handle();
+    ctrlc::set_handler(move || interrupt.interrupt())?;
     let mut editor = rustyline::DefaultEditor::new()?;
     let history = history_file();
     if let Some(h) = &history {
