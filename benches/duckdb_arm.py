@@ -46,13 +46,13 @@ def main():
             f"allow_quoted_nulls = false, columns = {{{cols}}})"
         )
     load_ms = (time.perf_counter() - t0) * 1e3
-    budget, max_calls = spec["budget_ms"], spec["max_calls"]
+    budget, min_calls, max_calls = spec["budget_ms"], spec["min_calls"], spec["max_calls"]
     out = []
     for q in spec["queries"]:
         try:
             first, rows = timed(con, q["sql"])
             est, _ = timed(con, q["sql"])
-            n = max(3, min(max_calls, int(budget / max(est, 1e-4))))
+            n = max(min(min_calls, max_calls), min(max_calls, int(budget / max(est, 1e-4))))
             loops = [[timed(con, q["sql"])[0] for _ in range(n)] for _ in range(2)]
             out.append({
                 "name": q["name"], "first_ms": first, "loop1_ms": loops[0], "loop2_ms": loops[1],

@@ -151,7 +151,7 @@ pub fn run(w: &Workload, opts: &Options) -> Result<DuckRun> {
         .iter()
         .map(|q| json!({ "name": q.name, "sql": q.sql }))
         .collect();
-    let spec = json!({ "tables": tables, "queries": queries, "budget_ms": opts.budget_ms, "max_calls": opts.max_calls });
+    let spec = json!({ "tables": tables, "queries": queries, "budget_ms": opts.budget_ms, "min_calls": opts.min_calls, "max_calls": opts.max_calls });
     let spec_path = dir.join("spec.json");
     std::fs::write(&spec_path, serde_json::to_vec(&spec)?)?;
     let script = dir.join("duckdb_arm.py");

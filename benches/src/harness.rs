@@ -88,7 +88,8 @@ pub struct Options {
     pub seed: u64,
     /// Time budget of one timed loop of one cell, in milliseconds.
     pub budget_ms: f64,
-    /// Cap on the calls of one loop (at least 3 unless the cap is lower).
+    /// Calls of one loop: as many as fit the budget, within these bounds.
+    pub min_calls: usize,
     pub max_calls: usize,
     /// Run only these queries (by name); empty: all.
     pub only: Vec<String>,
@@ -280,7 +281,7 @@ pub fn is_noisy(a: f64, b: f64) -> bool {
 /// Calls per loop for a query whose warm-up call took `est_ms`.
 fn calls_for(est_ms: f64, opts: &Options) -> usize {
     let n = (opts.budget_ms / est_ms.max(1e-4)) as usize;
-    n.clamp(3.min(opts.max_calls), opts.max_calls)
+    n.clamp(opts.min_calls.min(opts.max_calls), opts.max_calls)
 }
 
 /// The answers one arm gave, for the check.

@@ -51,8 +51,12 @@ enum Cmd {
     Speedtest(RunArgs),
     /// The regression gate: cells of NEW worse than OLD by >25 % (or OLD's spread) in both loops.
     Compare { old: PathBuf, new: PathBuf },
-    /// Print the tables of a saved JSON result of a read workload again.
-    Show { file: PathBuf },
+    /// Print the tables of a saved JSON result again (and redraw its chart).
+    Show {
+        file: PathBuf,
+        #[arg(long)]
+        svg: Option<PathBuf>,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -81,6 +85,9 @@ struct RunArgs {
     /// ledger: also measure bulk-load rows/s per arm (a full load per arm).
     #[arg(long)]
     load: bool,
+    /// Fewest calls in one timed loop (slow cells at large sizes may use 1).
+    #[arg(long, default_value_t = 3)]
+    min_calls: usize,
     /// Most calls in one timed loop.
     #[arg(long, default_value_t = 200)]
     max_calls: usize,
@@ -95,17 +102,27 @@ pub struct Outcome {
     pub chart: Vec<String>,
 }
 
-/// Re-render a saved read-workload result (ledger, dashboard, classes).
-fn show(file: &std::path::Path) -> Result<()> {
+/// Re-render a saved result: the tables of a read workload (ledger,
+/// dashboard, classes), and the chart of any.
+fn show(file: &std::path::Path, svg_out: Option<&std::path::Path>) -> Result<()> {
     let mut r: Report = serde_json::from_str(&std::fs::read_to_string(file)?)?;
-    let queries = match r.workload.as_str() {
+    if let Some(path) = svg_out {
+        let mut order: Vec<String> = Vec::new();
+        for c in &r.cells {
+            if !order.contains(&c.query) {
+                order.push(c.query.clone());
+            }
+        }
+        std::fs::write(path, svg::chart(&r, &order))?;
+    }
+    let queries: Vec<harness::Query> = match r.workload.as_str() {
         "ledger" => ledger::QUERIES
             .iter()
             .map(|(n, s)| harness::Query::new(n, s, ""))
             .collect(),
         "dashboard" => dashboard::queries(r.rows),
         "classes" => classes::queries(r.rows),
-        other => bail!("show: {other} results have no per-query table"),
+        _ => return Ok(()),
     };
     r.summaries.clear();
     match r.workload.as_str() {
@@ -157,7 +174,7 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
     };
     let (name, a) = match cmd {
         Cmd::Compare { old, new } => return compare::run(&old, &new),
-        Cmd::Show { file } => return show(&file),
+        Cmd::Show { file, svg } => return show(&file, svg.as_deref()),
         Cmd::Ledger(a) => ("ledger", a),
         Cmd::Dashboard(a) => ("dashboard", a),
         Cmd::Classes(a) => ("classes", a),
@@ -179,6 +196,7 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
         arms,
         seed: a.seed,
         budget_ms: a.budget_ms,
+        min_calls: a.min_calls.max(1),
         max_calls: a.max_calls.max(1),
         only: a
             .only

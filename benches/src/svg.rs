@@ -41,7 +41,9 @@ pub fn chart(report: &Report, queries: &[String]) -> String {
     let group_h = bar_h * arms.len() as f64 + gap;
     let height = top + group_h * queries.len() as f64 + 30.0;
     let width = label_w + plot_w + 70.0;
-    let x = |ms: f64| label_w + (ms.max(lo).log10() - e0 as f64) / (e1 - e0) as f64 * plot_w;
+    let x = |ms: f64| {
+        label_w + (ms.max(10f64.powi(e0)).log10() - e0 as f64) / (e1 - e0) as f64 * plot_w
+    };
     let mut s = String::new();
     let _ = writeln!(
         s,
