@@ -291,7 +291,8 @@ impl Connection {
         let before = {
             let mut s = self.lock();
             s.begin_statement();
-            (was_auto || matches!(kind, StmtKind::Begin | StmtKind::Savepoint(_))).then(|| s.snapshots())
+            (was_auto || matches!(kind, StmtKind::Begin | StmtKind::Savepoint(_)))
+                .then(|| s.snapshots())
         };
         let result = exec(&self.db, sql, params, want_rows);
         let now_auto = self.db.is_autocommit();
@@ -302,7 +303,11 @@ impl Connection {
             // the statement's own implicit one.
             if self.txn.stale && !was_auto {
                 catalog::rebuild_all(&self.db, &mut shared);
-            } else if let Some(t) = if was_auto { before } else { self.txn.base.take() } {
+            } else if let Some(t) = if was_auto {
+                before
+            } else {
+                self.txn.base.take()
+            } {
                 if !crate::mutation::active("ignore_rollback") {
                     shared.restore(&t);
                 }

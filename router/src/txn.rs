@@ -1,6 +1,8 @@
 //! Transaction bookkeeping: which plane snapshot to go back to when SQLite
 //! undoes work without telling the hook.
 
+use std::borrow::Cow;
+
 use crate::hook::Snapshots;
 
 /// What a statement does to the transaction state, read from its first words.
@@ -68,43 +70,39 @@ pub(crate) fn kind_of(sql: &str) -> StmtKind {
     let Some(first) = words.next() else {
         return StmtKind::Other;
     };
-    match first.to_ascii_uppercase().as_str() {
-        "BEGIN" => StmtKind::Begin,
-        "COMMIT" | "END" => StmtKind::Commit,
-        "ROLLBACK" => {
-            let mut w = words.next();
-            if w.as_deref()
-                .is_some_and(|w| w.eq_ignore_ascii_case("TRANSACTION"))
-            {
-                w = words.next();
-            }
-            match w {
-                Some(t) if t.eq_ignore_ascii_case("TO") => {
-                    let mut n = words.next();
-                    if n.as_deref()
-                        .is_some_and(|w| w.eq_ignore_ascii_case("SAVEPOINT"))
-                    {
-                        n = words.next();
-                    }
-                    StmtKind::RollbackTo(n.unwrap_or_default())
-                }
-                _ => StmtKind::Rollback,
-            }
+    let is = |w: &str| first.eq_ignore_ascii_case(w);
+    // A name after optional filler words (TRANSACTION, SAVEPOINT).
+    let mut name_after = |filler: &str| {
+        let mut n = words.next();
+        if n.as_deref().is_some_and(|w| w.eq_ignore_ascii_case(filler)) {
+            n = words.next();
         }
-        "SAVEPOINT" => StmtKind::Savepoint(words.next().unwrap_or_default()),
-        "RELEASE" => {
-            let mut n = words.next();
-            if n.as_deref()
-                .is_some_and(|w| w.eq_ignore_ascii_case("SAVEPOINT"))
-            {
-                n = words.next();
+        n
+    };
+    if is("BEGIN") {
+        StmtKind::Begin
+    } else if is("COMMIT") || is("END") {
+        StmtKind::Commit
+    } else if is("ROLLBACK") {
+        match name_after("TRANSACTION") {
+            Some(t) if t.eq_ignore_ascii_case("TO") => {
+                StmtKind::RollbackTo(name_after("SAVEPOINT").unwrap_or_default().into_owned())
             }
-            StmtKind::Release(n.unwrap_or_default())
+            _ => StmtKind::Rollback,
         }
-        "CREATE" | "DROP" | "ALTER" | "VACUUM" | "ATTACH" | "DETACH" | "REINDEX" => {
-            StmtKind::Schema
-        }
-        _ => StmtKind::Other,
+    } else if is("SAVEPOINT") {
+        StmtKind::Savepoint(words.next().unwrap_or_default().into_owned())
+    } else if is("RELEASE") {
+        StmtKind::Release(name_after("SAVEPOINT").unwrap_or_default().into_owned())
+    } else if [
+        "CREATE", "DROP", "ALTER", "VACUUM", "ATTACH", "DETACH", "REINDEX",
+    ]
+    .iter()
+    .any(|w| is(w))
+    {
+        StmtKind::Schema
+    } else {
+        StmtKind::Other
     }
 }
 
@@ -124,9 +122,9 @@ impl<'a> Words<'a> {
     }
 }
 
-impl Iterator for Words<'_> {
-    type Item = String;
-    fn next(&mut self) -> Option<String> {
+impl<'a> Iterator for Words<'a> {
+    type Item = Cow<'a, str>;
+    fn next(&mut self) -> Option<Cow<'a, str>> {
         let s = self.s;
         loop {
             while self.i < s.len() && (s[self.i].is_ascii_whitespace() || s[self.i] == b';') {
@@ -173,7 +171,7 @@ impl Iterator for Words<'_> {
                 out.push(s[self.i]);
                 self.i += 1;
             }
-            return Some(String::from_utf8_lossy(&out).into_owned());
+            return Some(Cow::Owned(String::from_utf8_lossy(&out).into_owned()));
         }
         let start = self.i;
         while self.i < s.len()
@@ -186,7 +184,7 @@ impl Iterator for Words<'_> {
         if self.i == start {
             self.i += 1;
         }
-        Some(String::from_utf8_lossy(&s[start..self.i]).into_owned())
+        Some(String::from_utf8_lossy(&s[start..self.i]))
     }
 }
 

@@ -235,6 +235,19 @@ fn load_csv(conn: &mut Connection, table: &str, file: &Path) -> Result<u64> {
     let (inferred, _) = format
         .infer_schema(open()?, None)
         .with_context(|| format!("{}", file.display()))?;
+    // A byte-order mark (as spreadsheet exports write) is no part of the
+    // first column's name.
+    let inferred = Schema::new(
+        inferred
+            .fields()
+            .iter()
+            .map(|f| {
+                f.as_ref()
+                    .clone()
+                    .with_name(f.name().trim_start_matches('\u{feff}'))
+            })
+            .collect::<Vec<_>>(),
+    );
     let (insert, kinds) = prepare_target(conn, table, file, &inferred, |f| {
         Kind::of_arrow(f.data_type())
     })?;

@@ -15,7 +15,8 @@ east,,202402,700,2\n";
 fn creates_the_table_with_inferred_types() {
     let dir = tempfile::tempdir().unwrap();
     let (db, csv) = (dir.path().join("t.db"), dir.path().join("inv.csv"));
-    std::fs::write(&csv, CSV).unwrap();
+    // With the byte-order mark spreadsheet exports begin with.
+    std::fs::write(&csv, format!("\u{feff}{CSV}")).unwrap();
     let r = pleroma(
         &["import", db.to_str().unwrap(), "inv", csv.to_str().unwrap()],
         "",
