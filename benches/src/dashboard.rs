@@ -289,7 +289,10 @@ pub fn class_summary(report: &Report, queries: &[Query]) -> String {
     let mut out = table_row(&head);
     out.push_str(&table_row(&head.clone().map(|_| "---".to_owned())));
     for class in classes {
-        let qs: Vec<&Query> = queries.iter().filter(|q| q.class == class).collect();
+        let qs: Vec<&Query> = queries
+            .iter()
+            .filter(|q| q.class == class && report.cells.iter().any(|c| c.query == q.name))
+            .collect();
         let (mut ew, mut ef, mut bw, mut bf, mut served, mut noisy) =
             (vec![], vec![], vec![], vec![], 0, 0);
         for q in &qs {

@@ -33,8 +33,12 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     )
 }
 
-/// `git rev-parse --short HEAD`, or "unknown" outside a checkout.
+/// `$PLEROMA_BENCH_COMMIT` (for a binary built from an exported tree), else
+/// `git rev-parse --short HEAD`, else "unknown" outside a checkout.
 pub fn commit() -> String {
+    if let Ok(c) = std::env::var("PLEROMA_BENCH_COMMIT") {
+        return c;
+    }
     Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
         .output()
