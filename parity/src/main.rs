@@ -41,7 +41,16 @@ fn main() -> ExitCode {
 fn real_main(args: &[String]) -> anyhow::Result<bool> {
     let mut cfg = Config::new(2_000, 8, 1);
     cfg.helper = std::env::current_exe().ok();
-    cfg.repro_dir = Some(PathBuf::from("parity-failures"));
+    // Reproductions go under the build's target dir when run from the repo.
+    let target = PathBuf::from("target");
+    cfg.repro_dir = Some(
+        if target.is_dir() {
+            target
+        } else {
+            std::env::temp_dir()
+        }
+        .join("parity-failures"),
+    );
     let mut mutations = false;
     let mut replay: Option<PathBuf> = None;
     let mut shrink: Option<PathBuf> = None;
