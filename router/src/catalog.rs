@@ -10,6 +10,8 @@ use crate::hook::Shared;
 
 /// The catalog table; one row per attached plane.
 const CATALOG: &str = "pleroma_catalog";
+/// The limb catalog; one row per join limb.
+const LIMBS: &str = "pleroma_limbs";
 
 /// What `PRAGMA pleroma_attach` named, with the table's own spelling.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,7 +19,31 @@ pub(crate) struct PlaneDef {
     pub table: String,
     pub dims: Vec<String>,
     pub measures: Vec<String>,
+    /// Most distinct values per dimension.
+    pub cap: usize,
+    pub role: Role,
 }
+
+/// What a plane is for: answering its table's slices, or one side of a
+/// join limb (named by the fact table and its key column).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    Plane,
+    LimbFact(LimbDef),
+    LimbDim(LimbDef),
+}
+
+/// `PRAGMA pleroma_limb('fact', 'fact_key', 'dim', 'dim_key')`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LimbDef {
+    pub fact: String,
+    pub fact_key: String,
+    pub dim: String,
+    pub dim_key: String,
+}
+
+/// Most distinct keys of a limb.
+pub(crate) const LIMB_CAP: usize = 4095;
 
 /// A plane attached to a table, with what the hook needs to feed it.
 pub(crate) struct PlaneEntry {
@@ -85,7 +111,10 @@ pub(crate) fn validate_def(
     let name = canonical_table(db, table)
         .map_err(sql_err)?
         .ok_or_else(|| format!("pleroma_attach: no such table: {table}"))?;
-    if name.eq_ignore_ascii_case(CATALOG) || name.starts_with("sqlite_") {
+    if name.eq_ignore_ascii_case(CATALOG)
+        || name.eq_ignore_ascii_case(LIMBS)
+        || name.starts_with("sqlite_")
+    {
         return Err(format!("pleroma_attach: cannot attach a plane to {name}"));
     }
     let cols = table_columns(db, &name).map_err(sql_err)?;
@@ -161,11 +190,141 @@ pub(crate) fn validate_def(
             ));
         }
     }
-    Ok(PlaneDef {
-        table: name,
-        dims,
-        measures,
-    })
+    Ok(PlaneDef::plane(name, dims, measures))
+}
+
+impl PlaneDef {
+    pub fn plane(table: String, dims: Vec<String>, measures: Vec<String>) -> PlaneDef {
+        PlaneDef {
+            table,
+            dims,
+            measures,
+            cap: 1024,
+            role: Role::Plane,
+        }
+    }
+
+    pub fn limb(&self) -> Option<&LimbDef> {
+        match &self.role {
+            Role::Plane => None,
+            Role::LimbFact(l) | Role::LimbDim(l) => Some(l),
+        }
+    }
+}
+
+/// The two planes of a limb: the fact side (the key, then the fact plane's
+/// dimensions; its measures) and the dimension side (the key; the dimension
+/// table's INTEGER columns that hold only integers).
+pub(crate) fn limb_defs(
+    db: &rusqlite::Connection,
+    fact_plane: &PlaneDef,
+    fact_key: &str,
+    dim: &str,
+    dim_key: &str,
+) -> Result<(PlaneDef, PlaneDef), String> {
+    let sql_err = |e: rusqlite::Error| format!("pleroma_limb: {e}");
+    let fact_cols = table_columns(db, &fact_plane.table).map_err(sql_err)?;
+    let fk = fact_cols
+        .iter()
+        .find(|c| c.name.eq_ignore_ascii_case(fact_key))
+        .ok_or_else(|| {
+            format!(
+                "pleroma_limb: no such column: {}.{fact_key}",
+                fact_plane.table
+            )
+        })?;
+    let dim_name = canonical_table(db, dim)
+        .map_err(sql_err)?
+        .ok_or_else(|| format!("pleroma_limb: no such table: {dim}"))?;
+    let dim_cols = table_columns(db, &dim_name).map_err(sql_err)?;
+    if dim_cols.iter().any(|c| c.hidden == 2 || c.hidden == 3) {
+        return Err(format!("pleroma_limb: table {dim_name} has generated columns, which the change hook cannot read"));
+    }
+    let dk = dim_cols
+        .iter()
+        .find(|c| c.name.eq_ignore_ascii_case(dim_key))
+        .ok_or_else(|| format!("pleroma_limb: no such column: {dim_name}.{dim_key}"))?;
+    let limb = LimbDef {
+        fact: fact_plane.table.clone(),
+        fact_key: fk.name.clone(),
+        dim: dim_name.clone(),
+        dim_key: dk.name.clone(),
+    };
+    let mut fact_dims = vec![fk.name.clone()];
+    fact_dims.extend(fact_plane.dims.iter().filter(|d| **d != fk.name).cloned());
+    let fact_side = PlaneDef {
+        table: fact_plane.table.clone(),
+        dims: fact_dims,
+        measures: fact_plane.measures.clone(),
+        cap: LIMB_CAP,
+        role: Role::LimbFact(limb.clone()),
+    };
+    let mut dim_measures = Vec::new();
+    for c in dim_cols
+        .iter()
+        .filter(|c| c.name != dk.name && Affinity::of_decl(&c.decl) == Affinity::Integer)
+    {
+        let sql = format!(
+            "SELECT count(*) FROM main.{} WHERE typeof({}) NOT IN ('integer', 'null')",
+            quote(&dim_name),
+            quote(&c.name)
+        );
+        if db
+            .query_row(&sql, [], |r| r.get::<_, i64>(0))
+            .map_err(sql_err)?
+            == 0
+        {
+            dim_measures.push(c.name.clone());
+        }
+    }
+    let dim_side = PlaneDef {
+        table: dim_name,
+        dims: vec![dk.name.clone()],
+        measures: dim_measures,
+        cap: LIMB_CAP,
+        role: Role::LimbDim(limb),
+    };
+    Ok((fact_side, dim_side))
+}
+
+/// Record a limb in the catalog.
+pub(crate) fn store_limb(db: &rusqlite::Connection, l: &LimbDef) -> rusqlite::Result<()> {
+    db.execute_batch(&format!(
+        "CREATE TABLE IF NOT EXISTS main.{LIMBS}(fact TEXT, fact_key TEXT, dim TEXT NOT NULL, dim_key TEXT NOT NULL, \
+         PRIMARY KEY(fact, fact_key))"
+    ))?;
+    db.execute(
+        &format!("INSERT OR REPLACE INTO main.{LIMBS}(fact, fact_key, dim, dim_key) VALUES (?1, ?2, ?3, ?4)"),
+        [&l.fact, &l.fact_key, &l.dim, &l.dim_key],
+    )?;
+    Ok(())
+}
+
+/// The limbs recorded in the database.
+pub(crate) fn load_limbs(db: &rusqlite::Connection) -> rusqlite::Result<Vec<LimbDef>> {
+    if canonical_table(db, LIMBS)?.is_none() {
+        return Ok(Vec::new());
+    }
+    let mut stmt = db.prepare(&format!(
+        "SELECT fact, fact_key, dim, dim_key FROM main.{LIMBS} ORDER BY fact, fact_key"
+    ))?;
+    let rows = stmt.query_map([], |r| {
+        Ok(LimbDef {
+            fact: r.get(0)?,
+            fact_key: r.get(1)?,
+            dim: r.get(2)?,
+            dim_key: r.get(3)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// Forget the limbs of a fact table.
+pub(crate) fn remove_limbs(db: &rusqlite::Connection, fact: &str) -> rusqlite::Result<()> {
+    if canonical_table(db, LIMBS)?.is_some() {
+        db.execute(&format!("DELETE FROM main.{LIMBS} WHERE fact = ?1"), [fact])?;
+    }
+    Ok(())
 }
 
 pub(crate) fn quote(ident: &str) -> String {
@@ -176,7 +335,8 @@ pub(crate) fn quote(ident: &str) -> String {
 /// (a missing column, a REAL in a dimension, a dimension over its cap) come
 /// back as an out-of-service entry with the reason.
 pub(crate) fn build_entry(db: &rusqlite::Connection, def: PlaneDef) -> PlaneEntry {
-    let config = PlaneConfig::new(def.dims.clone(), def.measures.clone());
+    let mut config = PlaneConfig::new(def.dims.clone(), def.measures.clone());
+    config.cap = def.cap;
     let mut entry = PlaneEntry {
         dim_cols: Vec::new(),
         meas_cols: Vec::new(),
@@ -485,32 +645,42 @@ pub(crate) fn load(db: &rusqlite::Connection) -> rusqlite::Result<Vec<PlaneDef>>
             .collect::<Vec<_>>()
     };
     let rows = stmt.query_map([], |r| {
-        Ok(PlaneDef {
-            table: r.get(0)?,
-            dims: split(r.get(1)?),
-            measures: split(r.get(2)?),
-        })
+        Ok(PlaneDef::plane(
+            r.get(0)?,
+            split(r.get(1)?),
+            split(r.get(2)?),
+        ))
     })?;
     rows.collect()
 }
 
 /// Rebuild one plane from its table (after an external write or a failed
 /// statement, or on `pleroma_rebuild`).
+/// Every plane on `table` (its own and the limb sides), from the table.
 pub(crate) fn rebuild_one(db: &rusqlite::Connection, shared: &mut Shared, table: &str) {
-    if let Some(i) = shared.find(table) {
-        let e = shared.entry_mut(i);
+    for e in shared
+        .entries_mut()
+        .iter_mut()
+        .filter(|e| e.def.table.eq_ignore_ascii_case(table))
+    {
         let (served, declined) = (e.served, e.declined);
         let mut fresh = build_entry(db, e.def.clone());
         fresh.served = served;
         fresh.declined = declined;
         *e = fresh;
     }
+    shared.bump_writes();
 }
 
 pub(crate) fn rebuild_all(db: &rusqlite::Connection, shared: &mut Shared) {
-    for def in shared.defs() {
-        rebuild_one(db, shared, &def.table);
+    for e in shared.entries_mut() {
+        let (served, declined) = (e.served, e.declined);
+        let mut fresh = build_entry(db, e.def.clone());
+        fresh.served = served;
+        fresh.declined = declined;
+        *e = fresh;
     }
+    shared.bump_writes();
 }
 
 /// After a schema change: re-read column positions; a plane whose table or

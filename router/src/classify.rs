@@ -27,6 +27,34 @@ pub(crate) enum Classified {
     NotSelect,
     Declined(String),
     Plan(Box<Plan>),
+    Join(Box<JoinPlan>),
+}
+
+/// An output of a served join.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum JOut {
+    /// The value of `group_by[i]`.
+    Group(usize),
+    CountStar,
+    /// SUM of a fact measure.
+    SumFact(usize),
+    /// SUM of a dimension-table INTEGER column (index in the limb's
+    /// dimension side).
+    SumDim(usize),
+}
+
+/// `SELECT ... FROM fact JOIN dim ON fact.k = dim.k [WHERE] [GROUP BY]`
+/// answered from a limb.
+#[derive(Debug)]
+pub(crate) struct JoinPlan {
+    pub fact: String,
+    pub fact_key: String,
+    /// Over the limb's fact side (dimension 0 is the key).
+    pub filter: Option<PExpr>,
+    pub group_by: Vec<usize>,
+    pub outputs: Vec<JOut>,
+    pub columns: Vec<String>,
+    pub param_count: usize,
 }
 
 /// The query class, as the benchmarks name them.
@@ -217,8 +245,12 @@ pub(crate) fn classify(db: &rusqlite::Connection, shared: &Shared, sql: &str) ->
     let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
     let param_count = stmt.parameter_count();
     drop(stmt);
-    match plan(shared, sql, columns, param_count) {
+    match plan(shared, sql, columns.clone(), param_count) {
         Ok(p) => Classified::Plan(Box::new(p)),
+        Err(reason) if reason == JOIN_MARK => match join_plan(shared, sql, columns, param_count) {
+            Ok(j) => Classified::Join(Box::new(j)),
+            Err(reason) => Classified::Declined(reason),
+        },
         Err(reason) => Classified::Declined(reason),
     }
 }
@@ -242,6 +274,9 @@ fn plan(shared: &Shared, sql: &str, columns: Vec<String>, param_count: usize) ->
         return Err("compound or nested SELECT".into());
     };
     let sel: &Select = sel;
+    if sel.from.len() == 1 && sel.from[0].joins.len() == 1 {
+        return Err(JOIN_MARK.into());
+    }
     let (table_idx, alias) = table_of(shared, sel)?;
     // Out of service is checked at each answer, not here: the plan is cached.
     let entry = shared.entry(table_idx);
@@ -1007,4 +1042,230 @@ fn number(n: &str, negative: bool) -> R<Value> {
         return Ok(Value::Real(if negative { -v } else { v }));
     }
     Err(format!("numeric literal {n}"))
+}
+
+/// `plan` hands a two-table FROM to `join_plan` with this reason.
+const JOIN_MARK: &str = "a two-table join";
+
+/// A plain table in FROM: its name (main schema) and the name columns may
+/// be qualified with.
+fn plain_table(f: &TableFactor) -> R<(String, String)> {
+    let TableFactor::Table {
+        name,
+        alias,
+        args,
+        with_hints,
+        version,
+        partitions,
+        sample,
+        index_directives,
+        ..
+    } = f
+    else {
+        return Err("a join of something other than plain tables".into());
+    };
+    if args.is_some()
+        || !with_hints.is_empty()
+        || version.is_some()
+        || !partitions.is_empty()
+        || sample.is_some()
+        || !index_directives.is_empty()
+    {
+        return Err("table arguments or hints in a join".into());
+    }
+    let parts: Vec<&str> = name
+        .0
+        .iter()
+        .map(|p| match p {
+            ObjectNamePart::Identifier(i) => Ok(i.value.as_str()),
+            _ => Err("a computed table name".to_owned()),
+        })
+        .collect::<R<_>>()?;
+    let table = match parts.as_slice() {
+        [t] => *t,
+        [s, t] if s.eq_ignore_ascii_case("main") => *t,
+        _ => return Err("a table outside the main schema".into()),
+    };
+    let alias = match alias {
+        Some(a) if !a.columns.is_empty() => return Err("a table alias with column names".into()),
+        Some(a) => a.name.value.clone(),
+        None => table.to_owned(),
+    };
+    Ok((table.to_owned(), alias))
+}
+
+/// `alias.column` or a bare column: (qualifier, column).
+fn column_ref(e: &Expr) -> Option<(Option<&str>, &str)> {
+    match e {
+        Expr::Identifier(i) => Some((None, &i.value)),
+        Expr::CompoundIdentifier(p) => match p.as_slice() {
+            [t, c] => Some((Some(&t.value), &c.value)),
+            _ => None,
+        },
+        Expr::Nested(x) => column_ref(x),
+        _ => None,
+    }
+}
+
+fn join_plan(shared: &Shared, sql: &str, columns: Vec<String>, param_count: usize) -> R<JoinPlan> {
+    use sqlparser::ast::{JoinConstraint, JoinOperator};
+    let stmts =
+        Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| format!("not understood ({e})"))?;
+    let [Statement::Query(q)] = stmts.as_slice() else {
+        return Err("not a single SELECT".into());
+    };
+    let SetExpr::Select(sel) = q.body.as_ref() else {
+        return Err("compound or nested SELECT".into());
+    };
+    if q.with.is_some() || q.order_by.is_some() || q.limit_clause.is_some() || q.fetch.is_some() {
+        return Err("WITH, ORDER BY or LIMIT on a join".into());
+    }
+    if sel.distinct.is_some() || sel.having.is_some() || sel.top.is_some() || sel.into.is_some() {
+        return Err("DISTINCT, HAVING, TOP or INTO on a join".into());
+    }
+    let [twj] = sel.from.as_slice() else {
+        return Err("more than one table".into());
+    };
+    let [join] = twj.joins.as_slice() else {
+        return Err("more than one join".into());
+    };
+    let on = match &join.join_operator {
+        JoinOperator::Inner(JoinConstraint::On(e)) | JoinOperator::Join(JoinConstraint::On(e)) => e,
+        JoinOperator::Inner(_) | JoinOperator::Join(_) => return Err("a join without ON".into()),
+        _ => return Err("a LEFT, RIGHT, FULL or CROSS join".into()),
+    };
+    let (t1, a1) = plain_table(&twj.relation)?;
+    let (t2, a2) = plain_table(&join.relation)?;
+    if a1.eq_ignore_ascii_case(&a2) {
+        return Err("a self-join".into());
+    }
+    let Expr::BinaryOp {
+        left,
+        op: BinaryOperator::Eq,
+        right,
+    } = on
+    else {
+        return Err("a join condition other than one equality".into());
+    };
+    let (Some((Some(q1), c1)), Some((Some(q2), c2))) = (column_ref(left), column_ref(right)) else {
+        return Err("a join condition on unqualified columns".into());
+    };
+    // Which side is the fact table: the one with a limb on its key.
+    let sides = [(&t1, &a1, &t2, &a2), (&t2, &a2, &t1, &a1)];
+    let mut found = None;
+    for (ft, fa, dt, da) in sides {
+        let (fk, dk) = if q1.eq_ignore_ascii_case(fa) && q2.eq_ignore_ascii_case(da) {
+            (c1, c2)
+        } else if q2.eq_ignore_ascii_case(fa) && q1.eq_ignore_ascii_case(da) {
+            (c2, c1)
+        } else {
+            continue;
+        };
+        if let Some((fi, di)) = shared.find_limb(ft, fk) {
+            let l = shared.entry(fi).def.limb().expect("limb side").clone();
+            if l.dim.eq_ignore_ascii_case(dt) && l.dim_key.eq_ignore_ascii_case(dk) {
+                found = Some((fi, di, fa.clone(), da.clone()));
+                break;
+            }
+        }
+    }
+    let (fi, di, fact_alias, dim_alias) = found.ok_or("no limb on this join's key")?;
+    let fact = shared.entry(fi);
+    let dim = shared.entry(di);
+    let (fa, da) = (fact.dim_aff[0], dim.dim_aff[0]);
+    if fa != da || !matches!(fa, Affinity::Integer | Affinity::Text) {
+        return Err("a join between keys of different affinity".into());
+    }
+    let mut b = Builder {
+        table: fact.def.table.clone(),
+        alias: fact_alias,
+        dims: fact.def.dims.clone(),
+        measures: fact.def.measures.clone(),
+        dim_aff: fact.dim_aff.clone(),
+        aggs: Vec::new(),
+        params: Params::default(),
+        group_by: Vec::new(),
+    };
+    // A bare name of a dimension-table column is that table's.
+    let dim_cols = &dim.columns;
+    let on_dim_side = |e: &Expr| match column_ref(e) {
+        Some((Some(q), c)) if q.eq_ignore_ascii_case(&dim_alias) => Some(c.to_owned()),
+        Some((None, c)) if dim_cols.iter().any(|d| d.eq_ignore_ascii_case(c)) => Some(c.to_owned()),
+        _ => None,
+    };
+    let filter = match &sel.selection {
+        Some(e) => Some(b.pred(e)?),
+        None => None,
+    };
+    let GroupByExpr::Expressions(gexprs, mods) = &sel.group_by else {
+        return Err("GROUP BY ALL".into());
+    };
+    if !mods.is_empty() {
+        return Err("GROUP BY modifiers".into());
+    }
+    for g in gexprs {
+        if on_dim_side(g).is_some() {
+            return Err("GROUP BY a column of the dimension table".into());
+        }
+        let d = b
+            .dim_of(g)
+            .ok_or("GROUP BY an expression that is not a fact dimension")?;
+        if !b.group_by.contains(&d) {
+            b.group_by.push(d);
+        }
+    }
+    let mut outputs = Vec::new();
+    for item in &sel.projection {
+        let e = match item {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
+            _ => return Err("a wildcard in the select list".into()),
+        };
+        if let Expr::Function(f) = e {
+            let name = f.name.to_string().to_ascii_lowercase();
+            if name == "sum" {
+                if let FunctionArguments::List(list) = &f.args {
+                    if let ([FunctionArg::Unnamed(FunctionArgExpr::Expr(x))], None, None, true) = (
+                        list.args.as_slice(),
+                        &f.filter,
+                        &f.over,
+                        list.duplicate_treatment.is_none(),
+                    ) {
+                        if let Some(c) = on_dim_side(x) {
+                            let m = dim
+                                .def
+                                .measures
+                                .iter()
+                                .position(|m| m.eq_ignore_ascii_case(&c))
+                                .ok_or_else(|| {
+                                    format!("SUM of {c}, which the limb does not keep")
+                                })?;
+                            outputs.push(JOut::SumDim(m));
+                            continue;
+                        }
+                    }
+                }
+            }
+        }
+        match b.out_expr(e)? {
+            OutExpr::Group(i) => outputs.push(JOut::Group(i)),
+            OutExpr::Agg(i) => outputs.push(match b.aggs[i] {
+                AggFn::CountStar => JOut::CountStar,
+                AggFn::Sum(m) => JOut::SumFact(m),
+                _ => return Err("an aggregate other than COUNT(*) or SUM on a join".into()),
+            }),
+        }
+    }
+    if b.params.mixed {
+        return Err("mixed or named parameters".into());
+    }
+    let l = fact.def.limb().expect("limb side");
+    Ok(JoinPlan {
+        fact: l.fact.clone(),
+        fact_key: l.fact_key.clone(),
+        filter,
+        group_by: b.group_by,
+        outputs,
+        columns,
+        param_count,
+    })
 }

@@ -4,14 +4,16 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ahash::AHashMap;
+use hashlink::LruCache;
 use rusqlite::types::Value;
 
 use crate::catalog;
 use crate::classify::{self, Classified};
 use crate::hook::{self, Shared};
 use crate::pragma::{self, Pragma};
-use crate::route::{Counters, Route, RouteMode};
-use crate::rules::answer_from_cells;
+use crate::route::{Counters, Route, RouteKind, RouteMode};
+use crate::rules::answer_from_cells::{self, Outcome};
+use crate::rules::answer_from_limb;
 use crate::split::split_statements;
 use crate::txn::{self, StmtKind, TxnState};
 use crate::{Error, Result};
@@ -43,6 +45,17 @@ pub struct Connection {
     counters: Counters,
     /// `PRAGMA data_version` when the planes were last known current.
     data_version: i64,
+    /// Exact answers of served statements, by SQL text and parameters.
+    memo: LruCache<String, Memo>,
+}
+
+/// How many answers the memo keeps.
+const MEMO_CAPACITY: usize = 256;
+
+/// A served answer, valid while the planes' write counter stays `writes`.
+struct Memo {
+    writes: u64,
+    rows: Rows,
 }
 
 impl Connection {
@@ -72,11 +85,30 @@ impl Connection {
             last_route: Route::engine("no statement yet"),
             counters: Counters::default(),
             data_version: 0,
+            memo: LruCache::new(MEMO_CAPACITY),
         };
         conn.data_version = conn.read_data_version()?;
-        for def in catalog::load(&conn.db)? {
-            let entry = catalog::build_entry(&conn.db, def);
+        let defs = catalog::load(&conn.db)?;
+        for def in &defs {
+            let entry = catalog::build_entry(&conn.db, def.clone());
             conn.lock().add(entry);
+        }
+        for l in catalog::load_limbs(&conn.db)? {
+            let Some(fact) = defs.iter().find(|d| d.table == l.fact) else {
+                continue;
+            };
+            // A limb whose tables or columns went away stays out of the
+            // way: its joins run on SQLite.
+            if let Ok((f, d)) = catalog::limb_defs(&conn.db, fact, &l.fact_key, &l.dim, &l.dim_key)
+            {
+                let (f, d) = (
+                    catalog::build_entry(&conn.db, f),
+                    catalog::build_entry(&conn.db, d),
+                );
+                let mut shared = conn.lock();
+                shared.add(f);
+                shared.add(d);
+            }
         }
         Ok(conn)
     }
@@ -204,28 +236,57 @@ impl Connection {
                 c
             }
         };
-        let plan = match &*class {
+        let table = match &*class {
             Classified::NotSelect => {
                 self.last_route = Route::engine("not a read-only SELECT");
                 return Ok(Attempt::Other);
             }
             Classified::Declined(reason) => return self.decline(reason, None),
-            Classified::Plan(plan) => plan,
+            Classified::Plan(plan) => &plan.table,
+            Classified::Join(join) => &join.fact,
         };
         if self.mode == RouteMode::Engine {
-            return self.decline("pleroma_route = engine", Some(&plan.table));
+            return self.decline("pleroma_route = engine", Some(table));
         }
         self.sync_external()?;
-        let outcome = answer_from_cells::answer(self, plan, params)?;
+        // The memo: an exact earlier answer, while no plane has changed.
+        let key = format!("{sql}\0{params:?}");
+        let writes = self.lock().writes();
+        if let Some(m) = self.memo.get(&key) {
+            if m.writes == writes {
+                let rows = m.rows.clone();
+                self.counters.memo += 1;
+                self.last_route = Route {
+                    kind: RouteKind::Memo,
+                    reason: "memo hit".into(),
+                    table: Some(table.clone()),
+                    plane_cost: None,
+                    engine_cost: None,
+                };
+                return Ok(Attempt::Served(rows));
+            }
+        }
+        let outcome = match &*class {
+            Classified::Plan(plan) => answer_from_cells::answer(self, plan, params)?,
+            Classified::Join(join) => answer_from_limb::answer(self, join, params)?,
+            _ => unreachable!("declined above"),
+        };
         match outcome {
-            answer_from_cells::Outcome::Served(rows, route) => {
+            Outcome::Served(rows, route) => {
                 self.counters.served += 1;
-                self.lock().count(&plan.table, true);
+                self.lock().count(table, true);
                 self.last_route = route;
+                self.memo.insert(
+                    key,
+                    Memo {
+                        writes,
+                        rows: rows.clone(),
+                    },
+                );
                 Ok(Attempt::Served(rows))
             }
-            answer_from_cells::Outcome::Declined(reason, route) => {
-                let r = self.decline(&reason, Some(&plan.table));
+            Outcome::Declined(reason, route) => {
+                let r = self.decline(&reason, Some(table));
                 if let Some(route) = route {
                     self.last_route.plane_cost = route.plane_cost;
                     self.last_route.engine_cost = route.engine_cost;
@@ -391,10 +452,55 @@ impl Connection {
                 self.after_catalog_change(version);
                 Ok(Rows::default())
             }
+            Pragma::Limb {
+                fact,
+                fact_key,
+                dim,
+                dim_key,
+            } => {
+                self.require_no_txn("pleroma_limb")?;
+                let fact_def = {
+                    let shared = self.lock();
+                    let i = shared.find(&fact).ok_or_else(|| {
+                        Error::Pragma(format!(
+                            "pleroma_limb: table {fact} has no plane; PRAGMA pleroma_attach it first"
+                        ))
+                    })?;
+                    shared.entry(i).def.clone()
+                };
+                let (f, d) = catalog::limb_defs(&self.db, &fact_def, &fact_key, &dim, &dim_key)
+                    .map_err(Error::Pragma)?;
+                let limb = f.limb().cloned().expect("a limb side");
+                if self.lock().find_limb(&limb.fact, &limb.fact_key).is_some() {
+                    return Err(Error::Pragma(format!(
+                        "pleroma_limb: {}.{} already has a limb",
+                        limb.fact, limb.fact_key
+                    )));
+                }
+                let version = self.read_data_version()?;
+                let (f, d) = (
+                    catalog::build_entry(&self.db, f),
+                    catalog::build_entry(&self.db, d),
+                );
+                for side in [&f, &d] {
+                    if let Some(reason) = side.out_of_service() {
+                        return Err(Error::Pragma(format!("pleroma_limb: {reason}")));
+                    }
+                }
+                catalog::store_limb(&self.db, &limb)?;
+                {
+                    let mut shared = self.lock();
+                    shared.add(f);
+                    shared.add(d);
+                }
+                self.after_catalog_change(version);
+                Ok(Rows::default())
+            }
             Pragma::Detach { table } => {
                 self.require_no_txn("pleroma_detach")?;
                 let name = self.known_table(&table, "pleroma_detach")?;
                 catalog::remove(&self.db, &name)?;
+                catalog::remove_limbs(&self.db, &name)?;
                 self.lock().remove(&name);
                 self.cache.clear();
                 Ok(Rows::default())
@@ -466,6 +572,7 @@ impl Connection {
         let (route, reason, plane_cost, engine_cost) = match &class {
             Classified::NotSelect => ("engine", "not a SELECT".to_owned(), None, None),
             Classified::Declined(r) => ("engine", r.clone(), None, None),
+            Classified::Join(_) => ("plane", "join limb".to_owned(), None, None),
             Classified::Plan(plan) => {
                 self.sync_external()?;
                 let est = answer_from_cells::estimate(self, plan);

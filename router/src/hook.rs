@@ -9,7 +9,7 @@ use pleroma_plane::Snapshot;
 use rusqlite::hooks::{Action, PreUpdateCase};
 use rusqlite::types::{Value, ValueRef};
 
-use crate::catalog::{apply_row, PlaneDef, PlaneEntry};
+use crate::catalog::{apply_row, PlaneEntry, Role};
 use crate::connection::Rows;
 
 /// Flags the hooks raise during one statement.
@@ -29,6 +29,9 @@ pub(crate) struct Shared {
     /// Other schema names under which the main database file is attached
     /// (`ATTACH` of the same file): their row events are main's.
     pub main_aliases: Vec<String>,
+    /// Moves on every change to any plane (row event, restore, rebuild):
+    /// a memo is valid while it has not moved.
+    writes: u64,
 }
 
 /// One snapshot per plane, in `entries` order.
@@ -41,17 +44,44 @@ impl Shared {
     pub fn add(&mut self, e: PlaneEntry) {
         self.entries.push(e);
     }
+    /// Remove a table's plane and the limbs whose fact table it is.
     pub fn remove(&mut self, table: &str) {
-        self.entries
-            .retain(|e| !e.def.table.eq_ignore_ascii_case(table));
+        self.entries.retain(|e| match e.def.limb() {
+            None => !e.def.table.eq_ignore_ascii_case(table),
+            Some(l) => !l.fact.eq_ignore_ascii_case(table),
+        });
+        self.bump_writes();
     }
+    /// The plane of a table (not a limb side).
     pub fn find(&self, table: &str) -> Option<usize> {
         self.entries
             .iter()
-            .position(|e| e.def.table.eq_ignore_ascii_case(table))
+            .position(|e| e.def.role == Role::Plane && e.def.table.eq_ignore_ascii_case(table))
     }
+    /// The two sides of the limb of `fact` joined on `fact_key`.
+    pub fn find_limb(&self, fact: &str, fact_key: &str) -> Option<(usize, usize)> {
+        let side = |dim_side: bool| {
+            self.entries
+                .iter()
+                .position(|e| match (&e.def.role, dim_side) {
+                    (Role::LimbFact(l), false) | (Role::LimbDim(l), true) => {
+                        l.fact.eq_ignore_ascii_case(fact)
+                            && l.fact_key.eq_ignore_ascii_case(fact_key)
+                    }
+                    _ => false,
+                })
+        };
+        Some((side(false)?, side(true)?))
+    }
+    /// Tables with a plane or a limb side.
     pub fn tables(&self) -> impl Iterator<Item = &str> {
         self.entries.iter().map(|e| e.def.table.as_str())
+    }
+    pub fn writes(&self) -> u64 {
+        self.writes
+    }
+    pub fn bump_writes(&mut self) {
+        self.writes += 1;
     }
     pub fn entry(&self, i: usize) -> &PlaneEntry {
         &self.entries[i]
@@ -61,9 +91,6 @@ impl Shared {
     }
     pub fn entries_mut(&mut self) -> &mut [PlaneEntry] {
         &mut self.entries
-    }
-    pub fn defs(&self) -> Vec<PlaneDef> {
-        self.entries.iter().map(|e| e.def.clone()).collect()
     }
     pub fn count(&mut self, table: &str, served: bool) {
         if let Some(i) = self.find(table) {
@@ -97,6 +124,7 @@ impl Shared {
         for (e, s) in self.entries.iter_mut().zip(snaps) {
             e.plane.restore(s);
         }
+        self.bump_writes();
     }
 
     /// `PRAGMA pleroma_planes`.
@@ -130,8 +158,19 @@ impl Shared {
                     .collect::<Vec<_>>()
                     .join(", ");
                 let reason = e.out_of_service();
+                let table = match &e.def.role {
+                    Role::Plane => e.def.table.clone(),
+                    Role::LimbFact(l) => format!(
+                        "{} (limb {} -> {}.{}, fact side)",
+                        l.fact, l.fact_key, l.dim, l.dim_key
+                    ),
+                    Role::LimbDim(l) => format!(
+                        "{} (limb {}.{} -> {}, dimension side)",
+                        l.dim, l.fact, l.fact_key, l.dim_key
+                    ),
+                };
                 vec![
-                    Value::Text(e.def.table.clone()),
+                    Value::Text(table),
                     Value::Text(dims),
                     Value::Text(e.def.measures.join(", ")),
                     Value::Integer(p.joint_bits() as i64),
@@ -162,34 +201,48 @@ impl Shared {
         if db != "main" && !self.main_aliases.iter().any(|a| a.eq_ignore_ascii_case(db)) {
             return;
         }
-        let Some(i) = self
-            .entries
-            .iter()
-            .position(|e| e.def.table == table || e.def.table.eq_ignore_ascii_case(table))
-        else {
-            return;
-        };
-        self.flags.events += 1;
-        let entry = &mut self.entries[i];
-        let r = catch_unwind(AssertUnwindSafe(|| match case {
-            PreUpdateCase::Insert(new) => apply(entry, 1, |c| new.get_new_column_value(c)),
-            PreUpdateCase::Delete(old) => {
-                if !crate::mutation::active("missed_delete") {
-                    apply(entry, -1, |c| old.get_old_column_value(c));
+        let (mut hit, mut dim_side) = (false, false);
+        for entry in &mut self.entries {
+            if entry.def.table == table || entry.def.table.eq_ignore_ascii_case(table) {
+                hit = true;
+                dim_side |= matches!(entry.def.role, Role::LimbDim(_));
+                if crate::mutation::active("stale_limb")
+                    && matches!(entry.def.role, Role::LimbDim(_))
+                {
+                    continue;
                 }
+                feed(entry, case);
             }
-            PreUpdateCase::Update {
-                old_value_accessor: old,
-                new_value_accessor: new,
-            } => {
-                apply(entry, -1, |c| old.get_old_column_value(c));
-                apply(entry, 1, |c| new.get_new_column_value(c));
-            }
-            PreUpdateCase::Unknown => entry.plane.set_fault("unknown pre-update event".into()),
-        }));
-        if r.is_err() {
-            entry.plane.set_fault("a panic in the change hook".into());
         }
+        if hit {
+            self.flags.events += 1;
+            if !(dim_side && crate::mutation::active("memo_not_invalidated")) {
+                self.writes += 1;
+            }
+        }
+    }
+}
+
+/// Apply one row event to one plane.
+fn feed(entry: &mut PlaneEntry, case: &PreUpdateCase) {
+    let r = catch_unwind(AssertUnwindSafe(|| match case {
+        PreUpdateCase::Insert(new) => apply(entry, 1, |c| new.get_new_column_value(c)),
+        PreUpdateCase::Delete(old) => {
+            if !crate::mutation::active("missed_delete") {
+                apply(entry, -1, |c| old.get_old_column_value(c));
+            }
+        }
+        PreUpdateCase::Update {
+            old_value_accessor: old,
+            new_value_accessor: new,
+        } => {
+            apply(entry, -1, |c| old.get_old_column_value(c));
+            apply(entry, 1, |c| new.get_new_column_value(c));
+        }
+        PreUpdateCase::Unknown => entry.plane.set_fault("unknown pre-update event".into()),
+    }));
+    if r.is_err() {
+        entry.plane.set_fault("a panic in the change hook".into());
     }
 }
 

@@ -37,6 +37,8 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     "null_order",
     "avg_as_integer_division",
     "ignore_rollback",
+    "stale_limb",
+    "memo_not_invalidated",
 ];
 
 /// Every mutation: the router's, then the plane's.

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! PRAGMA pleroma_attach('table', 'dim, dim, ...', 'measure, ...')
+//! PRAGMA pleroma_limb('fact', 'fact_key', 'dim', 'dim_key')
 //! PRAGMA pleroma_detach('table')      PRAGMA pleroma_rebuild('table')
 //! PRAGMA pleroma_planes               PRAGMA pleroma_explain('<select>')
 //! PRAGMA pleroma_route [= auto | engine | plane]
@@ -19,6 +20,12 @@ pub(crate) enum Pragma {
     },
     Detach {
         table: String,
+    },
+    Limb {
+        fact: String,
+        fact_key: String,
+        dim: String,
+        dim_key: String,
     },
     Rebuild {
         table: String,
@@ -60,6 +67,21 @@ fn parse_named(name: &str, tail: &str) -> Result<Pragma, String> {
             let table = nonempty(name, "table", &args[0])?;
             Ok(Pragma::Attach { table, dims: list(&args[1]), measures: list(&args[2]) })
         }
+        "pleroma_limb" => {
+            let a = args(name, tail)?;
+            if a.len() != 4 {
+                return Err(format!(
+                    "{name}: expected 4 arguments ('fact table', 'fact key', 'dimension table', 'dimension key'), got {}",
+                    a.len()
+                ));
+            }
+            Ok(Pragma::Limb {
+                fact: nonempty(name, "fact table", &a[0])?,
+                fact_key: nonempty(name, "fact key", &a[1])?,
+                dim: nonempty(name, "dimension table", &a[2])?,
+                dim_key: nonempty(name, "dimension key", &a[3])?,
+            })
+        }
         "pleroma_detach" | "pleroma_rebuild" => {
             let args = args(name, tail)?;
             if args.len() != 1 {
@@ -98,7 +120,7 @@ fn parse_named(name: &str, tail: &str) -> Result<Pragma, String> {
             mode(name, v).map(|m| Pragma::Route(Some(m)))
         }
         _ => Err(format!(
-            "unknown Pleroma PRAGMA {name} (known: pleroma_attach, pleroma_detach, pleroma_rebuild, \
+            "unknown Pleroma PRAGMA {name} (known: pleroma_attach, pleroma_limb, pleroma_detach, pleroma_rebuild, \
              pleroma_planes, pleroma_explain, pleroma_route)"
         )),
     }

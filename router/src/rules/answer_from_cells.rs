@@ -223,7 +223,7 @@ fn null_side(nulls_first: bool) -> Ordering {
 }
 
 /// The error SQLite raises for a SUM past i64, as rusqlite reports it.
-fn integer_overflow() -> crate::Error {
+pub(crate) fn integer_overflow() -> crate::Error {
     crate::Error::Sqlite(rusqlite::Error::SqliteFailure(
         rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
         Some("integer overflow".into()),
@@ -372,7 +372,7 @@ fn or(a: Truth, b: Truth) -> Truth {
 }
 
 /// A WHERE predicate as per-code truth tables.
-fn build_pred(entry: &PlaneEntry, e: &PExpr, params: &[Value]) -> R<Pred> {
+pub(crate) fn build_pred(entry: &PlaneEntry, e: &PExpr, params: &[Value]) -> R<Pred> {
     let conv = |dim: usize, o: &Operand| -> R<Value> {
         convert_operand(entry.dim_aff[dim], &resolve(o, params)).ok_or_else(|| {
             format!(

@@ -2,6 +2,7 @@
 //! the statement is exact; otherwise SQLite runs it untouched.
 
 pub(crate) mod answer_from_cells;
+pub(crate) mod answer_from_limb;
 
 use std::sync::Arc;
 

@@ -1,0 +1,148 @@
+//! Joins of a planed fact table to a small dimension table, served from a
+//! limb and from the memo, equal SQLite's answers through writes to both
+//! tables, transactions and failed statements; unserved join shapes are
+//! declined.
+
+mod common;
+use common::*;
+use pleroma::{RouteKind, Value};
+
+const SETUP: &str = "
+CREATE TABLE products(id INTEGER PRIMARY KEY, cat TEXT, price INTEGER, weight INTEGER, label TEXT);
+INSERT INTO products VALUES (1, 'a', 100, 5, 'x'), (2, 'b', 250, NULL, 'y'), (3, 'a', 40, 2, 'z');
+CREATE TABLE events(id INTEGER PRIMARY KEY, product_id INTEGER, country TEXT, qty INTEGER, cents INTEGER);
+INSERT INTO events(product_id, country, qty, cents) VALUES
+  (1, 'de', 2, 200), (1, 'fr', 1, 100), (2, 'de', 5, NULL), (3, 'fr', 1, 40), (9, 'de', 7, 70), (NULL, 'fr', 1, 1);
+";
+const ATTACH: &str = "PRAGMA pleroma_attach('events', 'country', 'qty, cents');
+PRAGMA pleroma_limb('events', 'product_id', 'products', 'id');";
+
+const QUERIES: &[&str] = &[
+    "SELECT COUNT(*) FROM events e JOIN products p ON e.product_id = p.id",
+    "SELECT COUNT(*), SUM(e.qty), SUM(p.price) FROM events e JOIN products p ON e.product_id = p.id",
+    "SELECT COUNT(*), SUM(cents), SUM(p.weight) FROM events AS e INNER JOIN products AS p ON p.id = e.product_id WHERE e.country = 'de'",
+    "SELECT country, COUNT(*), SUM(price) FROM events JOIN products ON events.product_id = products.id GROUP BY country",
+    "SELECT e.country, SUM(p.price), SUM(e.qty) FROM products p JOIN events e ON e.product_id = p.id GROUP BY e.country",
+];
+
+/// Each query equal to SQLite, and answered by the limb or the memo.
+fn check_all(p: &mut Pair) {
+    for q in QUERIES {
+        let k = p.check(q, &[]);
+        assert_ne!(k, RouteKind::Engine, "{q}: {:?}", p.pl.last_route());
+    }
+}
+
+#[test]
+fn served_joins_match_sqlite_through_writes_to_both_tables() {
+    let mut p = Pair::new(SETUP, ATTACH);
+    check_all(&mut p);
+    for w in [
+        "INSERT INTO events(product_id, country, qty, cents) VALUES (2, 'it', 3, 9)",
+        "UPDATE products SET price = price + 1 WHERE cat = 'a'",
+        "INSERT INTO products VALUES (9, 'c', 7, 7, 'late')",
+        "DELETE FROM products WHERE id = 1",
+        "UPDATE products SET id = 1 WHERE id = 3",
+        "UPDATE events SET product_id = 2 WHERE country = 'fr'",
+        "BEGIN; INSERT INTO products VALUES (4, 'd', 1, 1, 'w'); UPDATE events SET product_id = 4; ROLLBACK",
+        "SAVEPOINT s; DELETE FROM products; ROLLBACK TO s; RELEASE s",
+    ] {
+        p.exec(w);
+        check_all(&mut p);
+    }
+    // A failed statement inside a transaction on the dimension table.
+    p.exec("BEGIN");
+    assert!(!p.exec("INSERT INTO products VALUES (20, 'e', 1, 1, 'q'), (2, 'dup', 1, 1, 'q')"));
+    check_all(&mut p);
+    p.exec("COMMIT");
+    check_all(&mut p);
+}
+
+#[test]
+fn a_repeated_statement_is_served_from_the_memo_until_a_write() {
+    let mut p = Pair::new(SETUP, ATTACH);
+    let q = QUERIES[1];
+    p.served(q, &[]);
+    assert_eq!(p.check(q, &[]), RouteKind::Memo);
+    p.exec("UPDATE products SET price = 1 WHERE id = 2");
+    p.served(q, &[]);
+    assert_eq!(p.check(q, &[]), RouteKind::Memo);
+    assert!(p.pl.counters().memo >= 2);
+}
+
+#[test]
+fn joins_outside_the_served_shape_are_declined() {
+    let mut p = Pair::new(SETUP, ATTACH);
+    for q in [
+        "SELECT COUNT(*) FROM events e LEFT JOIN products p ON e.product_id = p.id",
+        "SELECT COUNT(*) FROM events e JOIN products p ON e.product_id = p.id WHERE p.cat = 'a'",
+        "SELECT p.cat, COUNT(*) FROM events e JOIN products p ON e.product_id = p.id GROUP BY p.cat",
+        "SELECT COUNT(*) FROM events e JOIN products p ON e.qty = p.id",
+        "SELECT SUM(p.label) FROM events e JOIN products p ON e.product_id = p.id",
+        "SELECT COUNT(*) FROM events e JOIN products p ON e.product_id = p.id JOIN products q ON q.id = p.id",
+    ] {
+        assert_eq!(p.check(q, &[]), RouteKind::Engine, "{q}: {:?}", p.pl.last_route());
+    }
+}
+
+#[test]
+fn join_sums_past_i64_raise_integer_overflow() {
+    let mut p = Pair::new(
+        "CREATE TABLE d(k INTEGER PRIMARY KEY, x INTEGER); INSERT INTO d VALUES (1, 9223372036854775807);
+         CREATE TABLE f(k INTEGER, g TEXT); INSERT INTO f VALUES (1, 'a'), (1, 'a');",
+        "PRAGMA pleroma_attach('f', 'g', ''); PRAGMA pleroma_limb('f', 'k', 'd', 'k');",
+    );
+    p.pl.execute_batch("PRAGMA pleroma_route = plane").unwrap();
+    p.check("SELECT SUM(d.x) FROM f JOIN d ON f.k = d.k", &[]);
+    let e =
+        p.pl.query("SELECT SUM(d.x) FROM f JOIN d ON f.k = d.k", &[])
+            .unwrap_err();
+    assert_eq!(e.to_string(), "integer overflow");
+    let _ = Value::Null;
+}
+
+#[test]
+fn limbs_come_back_on_reopen_and_bad_limbs_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    {
+        let mut c = pleroma::Connection::open(&path).unwrap();
+        c.execute_batch(SETUP).unwrap();
+        let e = c
+            .execute_batch("PRAGMA pleroma_limb('events', 'product_id', 'products', 'id')")
+            .unwrap_err();
+        assert!(e.to_string().contains("has no plane"), "{e}");
+        c.execute_batch(ATTACH).unwrap();
+        let e = c
+            .execute_batch("PRAGMA pleroma_limb('events', 'nope', 'products', 'id')")
+            .unwrap_err();
+        assert!(e.to_string().contains("no such column"), "{e}");
+        let e = c
+            .execute_batch("PRAGMA pleroma_limb('events', 'product_id', 'products')")
+            .unwrap_err();
+        assert!(e.to_string().contains("expected 4 arguments"), "{e}");
+    }
+    let mut c = pleroma::Connection::open(&path).unwrap();
+    let r = c.query(QUERIES[1], &[]).unwrap();
+    assert_eq!(c.last_route().kind, RouteKind::Plane);
+    let plain = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(r.rows, sqlite_rows(&plain, QUERIES[1], &[]).unwrap());
+}
+
+#[test]
+fn a_key_over_the_cap_refuses_the_limb() {
+    let mut c = pleroma::Connection::open_in_memory().unwrap();
+    c.execute_batch(
+        "CREATE TABLE d(k INTEGER PRIMARY KEY); CREATE TABLE f(k INTEGER, g TEXT);
+         WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 5000) INSERT INTO d SELECT i FROM s;
+         INSERT INTO f VALUES (1, 'a'); PRAGMA pleroma_attach('f', 'g', '');",
+    )
+    .unwrap();
+    let e = c
+        .execute_batch("PRAGMA pleroma_limb('f', 'k', 'd', 'k')")
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("more than 4095 distinct values"),
+        "{e}"
+    );
+}
