@@ -210,7 +210,7 @@ impl Connection {
             self.last_route = Route::engine("no plane attached");
             let r = exec(&self.db, sql, params, want_rows);
             if txn::kind_of(sql).is_schema_change() {
-                self.cache.clear();
+                self.forget_plans();
             }
             return Ok(r?);
         }
@@ -296,6 +296,13 @@ impl Connection {
         }
     }
 
+    /// Drop cached classifications and memos: the schema or the set of
+    /// planes changed, so the same text may now mean something else.
+    fn forget_plans(&mut self) {
+        self.cache.clear();
+        self.memo.clear();
+    }
+
     fn decline(&mut self, reason: &str, table: Option<&str>) -> Result<Attempt> {
         if self.mode == RouteMode::Plane {
             return Err(Error::NotServed(reason.to_owned()));
@@ -327,7 +334,7 @@ impl Connection {
             let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
             catalog::rebuild_all(&self.db, &mut shared);
             drop(shared);
-            self.cache.clear();
+            self.forget_plans();
             if !self.db.is_autocommit() {
                 self.txn.stale = true;
             }
@@ -417,7 +424,7 @@ impl Connection {
         if kind.is_schema_change() {
             catalog::reverify_all(&self.db, &mut shared);
             drop(shared);
-            self.cache.clear();
+            self.forget_plans();
         } else {
             drop(shared);
         }
@@ -502,7 +509,7 @@ impl Connection {
                 catalog::remove(&self.db, &name)?;
                 catalog::remove_limbs(&self.db, &name)?;
                 self.lock().remove(&name);
-                self.cache.clear();
+                self.forget_plans();
                 Ok(Rows::default())
             }
             Pragma::Rebuild { table } => {
@@ -540,7 +547,7 @@ impl Connection {
     /// other planes attached the old value stays: if it differs, they are
     /// stale, and the next answer rebuilds them all.
     fn after_catalog_change(&mut self, version: i64) {
-        self.cache.clear();
+        self.forget_plans();
         if self.lock().tables().count() == 1 {
             self.data_version = version;
         }
