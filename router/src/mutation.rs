@@ -37,9 +37,10 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     "null_order",
     "avg_as_integer_division",
     "ignore_rollback",
-    "stale_limb",
-    "memo_not_invalidated",
 ];
+
+/// The join limb's and the memo's mutations.
+pub const JOIN_MUTATIONS: &[&str] = &["stale_limb", "memo_not_invalidated"];
 
 /// Every mutation: the router's, then the plane's.
 pub fn all() -> Vec<&'static str> {
