@@ -20,17 +20,20 @@ pub enum Class {
     G,
     H,
     D,
+    /// Joins of `t` to `parent` (from the limb, or the memo).
+    J,
     Out,
     Any,
 }
 
 impl Class {
-    pub const ALL: [Class; 7] = [
+    pub const ALL: [Class; 8] = [
         Class::T,
         Class::W,
         Class::G,
         Class::H,
         Class::D,
+        Class::J,
         Class::Out,
         Class::Any,
     ];
@@ -296,6 +299,7 @@ impl Gen<'_> {
         if !attach_first {
             self.push(Step::Pleroma(self.s.attach()));
         }
+        self.push(Step::Pleroma(self.s.limb()));
     }
 
     fn checks(&mut self, n: usize) {
@@ -306,7 +310,7 @@ impl Gen<'_> {
     }
 
     fn block(&mut self) {
-        match self.rng.weighted(&[30, 22, 12, 10, 5, 4, 3, 2, 3, 3]) {
+        match self.rng.weighted(&[30, 22, 12, 10, 5, 4, 3, 2, 3, 3, 6]) {
             0 => {
                 let n = self.rng.range(4, 10) as usize;
                 self.checks(n);
@@ -351,6 +355,7 @@ impl Gen<'_> {
                     self.push(Step::Pleroma("PRAGMA pleroma_detach('t')".into()));
                     self.checks(1);
                     self.push(Step::Pleroma(self.s.attach()));
+                    self.push(Step::Pleroma(self.s.limb()));
                 }
                 self.checks(2);
             }
@@ -375,6 +380,27 @@ impl Gen<'_> {
                     self.exec(end.into());
                     self.checks(1);
                 }
+            }
+            10 => {
+                // A repeated join (the memo) across writes to either table.
+                let q = self.join();
+                self.push(q.clone());
+                self.push(q.clone());
+                let w = if self.rng.chance(0.5) {
+                    self.parent_write()
+                } else {
+                    self.write()
+                };
+                self.exec(w);
+                self.push(q.clone());
+                if self.rng.chance(0.3) {
+                    self.exec("BEGIN".into());
+                    let w = self.parent_write();
+                    self.exec(w);
+                    self.push(q.clone());
+                    self.exec("ROLLBACK".into());
+                }
+                self.push(q);
             }
             _ => {
                 if self.rng.chance(0.15) {
@@ -714,6 +740,79 @@ impl Gen<'_> {
         }
     }
 
+    /// A write to the join's dimension table.
+    fn parent_write(&mut self) -> String {
+        let k = self.rng.range(1, PARENTS);
+        match self.rng.below(5) {
+            0 => format!(
+                "UPDATE parent SET w = {} WHERE pid = {k}",
+                self.rng.range(-100, 100)
+            ),
+            1 => format!("UPDATE parent SET w = NULL WHERE pid = {k}"),
+            2 => format!(
+                "INSERT OR IGNORE INTO parent(pid, w, tag) VALUES ({k}, {}, 'g9')",
+                self.rng.range(-100, 100)
+            ),
+            3 => format!("DELETE FROM parent WHERE pid = {k}"),
+            _ => format!(
+                "UPDATE parent SET w = w + 1, tag = 'g{}'",
+                self.rng.below(3)
+            ),
+        }
+    }
+
+    /// A join of `t` to `parent` in the served shape.
+    fn join(&mut self) -> Step {
+        let mut q = self.q(false);
+        let (e, d) = *self.rng.pick(&[("e", "d"), ("t", "parent"), ("f", "p2")]);
+        let from = if e == "t" {
+            "t JOIN parent ON t.p = parent.pid".to_owned()
+        } else {
+            match self.rng.below(4) {
+                0 => format!("t {e} JOIN parent {d} ON {e}.p = {d}.pid"),
+                1 => format!("parent AS {d} JOIN t AS {e} ON {e}.p = {d}.pid"),
+                2 => format!("t {e} INNER JOIN parent {d} ON {d}.pid = {e}.p"),
+                _ => format!("t AS {e} JOIN parent AS {d} ON {e}.p = {d}.pid"),
+            }
+        };
+        q.prefix = format!("{e}.");
+        let nd = self.s.dims.len();
+        let n = self.rng.range(0, nd.min(2) as i64) as usize;
+        let group: Vec<String> = pick_distinct(&mut self.rng, nd, n)
+            .into_iter()
+            .map(|i| format!("{e}.{}", self.s.dims[i].name))
+            .collect();
+        let mut items: Vec<String> = group.clone();
+        for _ in 0..self.rng.range(1, 3) {
+            let a = match self.rng.below(3) {
+                0 => "COUNT(*)".to_owned(),
+                1 => format!("SUM({e}.{})", self.measure()),
+                _ => format!("SUM({d}.w)"),
+            };
+            let at = self.rng.below(items.len() + 1);
+            items.insert(at, a);
+        }
+        let mut sql = format!("SELECT {} FROM {from}", items.join(", "));
+        if self.rng.chance(0.5) {
+            let p = self.pred(&mut q, 1);
+            sql += &format!(" WHERE {p}");
+        }
+        if !group.is_empty() {
+            sql += &format!(" GROUP BY {}", group.join(", "));
+        }
+        let order = if group.is_empty() {
+            Order::Total
+        } else {
+            Order::Unordered
+        };
+        Step::Check(Query {
+            sql,
+            params: q.params,
+            class: Class::J,
+            order,
+        })
+    }
+
     /// A write another connection or process makes.
     fn simple_write(&mut self) -> String {
         let cols = self.s.insert_columns();
@@ -920,7 +1019,7 @@ impl Gen<'_> {
     }
 
     fn check(&mut self) -> Step {
-        match self.rng.weighted(&[6, 22, 24, 12, 12, 14, 6, 5, 5]) {
+        match self.rng.weighted(&[6, 22, 24, 12, 12, 14, 6, 5, 5, 5]) {
             0 => self.served(Class::T),
             1 => self.served(Class::W),
             2 => self.served(Class::G),
@@ -929,6 +1028,7 @@ impl Gen<'_> {
             5 => self.outside(),
             6 => self.any(),
             7 => self.tlp(),
+            8 => self.join(),
             _ => {
                 let mut q = self.q(false);
                 q.prefix.clear();
@@ -1276,10 +1376,12 @@ impl Gen<'_> {
                 format!("SELECT COUNT(*) FROM t WHERE {dn} IN (SELECT k FROM aux)"),
                 Order::Total,
             ),
-            10 => (
-                "SELECT COUNT(*), SUM(t.x) FROM t JOIN parent ON t.p = parent.pid".into(),
-                Order::Total,
-            ),
+            10 => match self.rng.below(4) {
+                0 => ("SELECT COUNT(*), SUM(t.x) FROM t JOIN parent ON t.p = parent.pid".into(), Order::Total),
+                1 => ("SELECT d.tag, COUNT(*) FROM t e JOIN parent d ON e.p = d.pid GROUP BY d.tag".into(), Order::Unordered),
+                2 => ("SELECT COUNT(*) FROM t e LEFT JOIN parent d ON e.p = d.pid".into(), Order::Total),
+                _ => ("SELECT COUNT(*), SUM(d.w) FROM t e JOIN parent d ON e.p = d.pid WHERE d.tag = 'g1'".into(), Order::Total),
+            },
             11 => (format!("SELECT DISTINCT {dn} FROM t"), Order::Unordered),
             12 => (
                 "SELECT note, COUNT(*) FROM t GROUP BY note".into(),

@@ -287,10 +287,18 @@ pub fn shrink(
     Some((cur, message))
 }
 
-/// The deliberate bugs, by name: taken from the router, which forwards the
-/// plane's, so that a new mutation is swept as soon as it is listed there.
+/// The deliberate bugs, by name, from `pleroma::mutation` (the router's,
+/// the plane's and the joins'), so that a new mutation is swept as soon as it
+/// is listed there.
 pub fn mutation_names() -> Vec<&'static str> {
-    pleroma::mutation::ROUTER_MUTATIONS.to_vec()
+    let mut names = pleroma::mutation::all();
+    // The suite checks joins too (class J).
+    for m in pleroma::mutation::JOIN_MUTATIONS {
+        if !names.contains(m) {
+            names.push(m);
+        }
+    }
+    names
 }
 
 /// Run the suite under each mutation: `(name, red)`.
@@ -304,10 +312,8 @@ pub fn run_mutations(
     cfg.repro_dir = None;
     let mut out = Vec::new();
     for name in names {
-        #[cfg(feature = "mutations")]
         pleroma::mutation::set(Some(name));
         let report = run(&cfg);
-        #[cfg(feature = "mutations")]
         pleroma::mutation::set(None);
         let red = report.stats.failed > 0;
         each(name, red, &report);

@@ -202,8 +202,12 @@ impl Schema {
         let m0 = &self.measures[0].name;
         vec![
             "PRAGMA foreign_keys = ON".into(),
-            "CREATE TABLE parent(pid INTEGER PRIMARY KEY)".into(),
-            format!("INSERT INTO parent(pid) VALUES {}", (1..=PARENTS).map(|i| format!("({i})")).collect::<Vec<_>>().join(", ")),
+            // The small dimension table of the join limb.
+            "CREATE TABLE parent(pid INTEGER PRIMARY KEY, w INTEGER, tag TEXT)".into(),
+            format!(
+                "INSERT INTO parent(pid, w, tag) VALUES {}",
+                (1..=PARENTS).map(|i| format!("({i}, {}, 'g{}')", i * 10 - 25, i % 3)).collect::<Vec<_>>().join(", ")
+            ),
             format!("CREATE TABLE t(id INTEGER PRIMARY KEY, {})", cols.join(", ")),
             "CREATE TABLE aux(k, v INTEGER)".into(),
             // A trigger on another table that writes the attached one.
@@ -216,6 +220,11 @@ impl Schema {
             // A trigger on the attached table writing itself (depth 1 events).
             format!("CREATE TRIGGER t_echo AFTER INSERT ON t WHEN NEW.note = 'echo' BEGIN UPDATE t SET {m0} = 1, note = 'echoed' WHERE id = NEW.id; END"),
         ]
+    }
+
+    /// The join limb of `t.p` to `parent.pid`.
+    pub fn limb(&self) -> String {
+        "PRAGMA pleroma_limb('t', 'p', 'parent', 'pid')".into()
     }
 
     pub fn attach(&self) -> String {

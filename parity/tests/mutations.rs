@@ -1,6 +1,5 @@
 //! Every deliberate mutation turns a small parity run red (the full sweep is
 //! `cargo run --release -p pleroma-parity -- --mutations`).
-#![cfg(feature = "mutations")]
 
 use std::path::PathBuf;
 
