@@ -22,6 +22,12 @@ pub(crate) fn run(rows: u64, db: Option<PathBuf>) -> Result<ExitCode> {
             let temp = TempDb(
                 std::env::temp_dir().join(format!("pleroma-demo-{}.db", std::process::id())),
             );
+            // Ctrl-C skips destructors: remove the scratch file there too.
+            let path = temp.0.clone();
+            ctrlc::set_handler(move || {
+                remove_db(&path);
+                std::process::exit(130);
+            })?;
             race(rows, &temp.0)
         }
     }
@@ -32,12 +38,16 @@ struct TempDb(PathBuf);
 
 impl Drop for TempDb {
     fn drop(&mut self) {
-        for suffix in ["", "-journal", "-wal", "-shm"] {
-            let mut p = self.0.clone().into_os_string();
-            p.push(suffix);
-            // Missing journals are the normal case.
-            let _ = std::fs::remove_file(p);
-        }
+        remove_db(&self.0);
+    }
+}
+
+fn remove_db(path: &Path) {
+    for suffix in ["", "-journal", "-wal", "-shm"] {
+        let mut p = path.to_path_buf().into_os_string();
+        p.push(suffix);
+        // Missing journals are the normal case.
+        let _ = std::fs::remove_file(p);
     }
 }
 
