@@ -126,33 +126,49 @@ fn race(rows: u64, path: &Path) -> Result<ExitCode> {
     )?;
     writeln!(
         out,
-        "{:<30} {:<7} {:>10} {:>11} {:>9}  answers",
+        "{:<30} {:<11} {:>10} {:>11} {:>9}  answers",
         "query", "route", "SQLite ms", "Pleroma ms", "speed-up"
     )?;
     let mut mismatches = 0;
     let mut served = 0;
+    let mut memo_seen = false;
     for (name, sql) in ledger::QUERIES {
         let (want, sqlite_t) = timed(|| sqlite_rows(&plain, sql))?;
-        let (got, pleroma_t) = timed(|| Ok(conn.query(sql, &[])?.rows))?;
-        let route = conn.last_route().kind;
-        let same = same_answer(&want, &got, sql);
-        if !same {
+        // Every run's answer is checked: the first may come from the plane
+        // and the repeats from its memo.
+        let mut routes: Vec<RouteKind> = Vec::new();
+        let mut wrong = None;
+        let pleroma_t = timed(|| {
+            let rows = conn.query(sql, &[])?.rows;
+            let kind = conn.last_route().kind;
+            if !routes.contains(&kind) {
+                routes.push(kind);
+            }
+            if wrong.is_none() && !same_answer(&want, &rows, sql) {
+                wrong = Some(rows.clone());
+            }
+            Ok(rows)
+        })?
+        .1;
+        if let Some(got) = &wrong {
             mismatches += 1;
             let head = |r: &[Vec<Value>]| format!("{:?}", &r[..r.len().min(5)]);
             eprintln!(
                 "{name}: SQLite answered {} but Pleroma {}",
                 head(&want),
-                head(&got)
+                head(got)
             );
         }
-        if route != RouteKind::Engine {
+        if !routes.contains(&RouteKind::Engine) {
             served += 1;
         }
+        memo_seen |= routes.contains(&RouteKind::Memo);
+        let route: Vec<&str> = routes.iter().map(|k| k.as_str()).collect();
         let speedup = ms(sqlite_t) / ms(pleroma_t).max(1e-6);
         writeln!(
             out,
-            "{name:<30} {:<7} {:>10.3} {:>11.3} {:>8}  {}",
-            route.as_str(),
+            "{name:<30} {:<11} {:>10.3} {:>11.3} {:>8}  {}",
+            route.join("+"),
             ms(sqlite_t),
             ms(pleroma_t),
             if speedup < 10.0 {
@@ -160,12 +176,18 @@ fn race(rows: u64, path: &Path) -> Result<ExitCode> {
             } else {
                 format!("{speedup:.0}x")
             },
-            if same { "same" } else { "DIFFERENT" }
+            if wrong.is_none() { "same" } else { "DIFFERENT" }
+        )?;
+    }
+    if memo_seen {
+        writeln!(
+            out,
+            "\nmemo: the exact answer of an earlier identical statement, kept until the table is written."
         )?;
     }
     writeln!(
         out,
-        "\n{} queries: {served} answered by the plane, {} declined to SQLite; {}",
+        "\n{} queries: {served} answered by Pleroma, {} declined to SQLite; {}",
         ledger::QUERIES.len(),
         ledger::QUERIES.len() - served,
         if mismatches == 0 {
