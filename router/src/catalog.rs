@@ -657,12 +657,13 @@ pub(crate) fn load(db: &rusqlite::Connection) -> rusqlite::Result<Vec<PlaneDef>>
 /// Rebuild one plane from its table (after an external write or a failed
 /// statement, or on `pleroma_rebuild`).
 /// Every plane on `table` (its own and the limb sides), from the table.
+/// The plane of `table` and the limbs whose fact table it is (both sides).
 pub(crate) fn rebuild_one(db: &rusqlite::Connection, shared: &mut Shared, table: &str) {
-    for e in shared
-        .entries_mut()
-        .iter_mut()
-        .filter(|e| e.def.table.eq_ignore_ascii_case(table))
-    {
+    let ours = |e: &PlaneEntry| match e.def.limb() {
+        None => e.def.table.eq_ignore_ascii_case(table),
+        Some(l) => l.fact.eq_ignore_ascii_case(table),
+    };
+    for e in shared.entries_mut().iter_mut().filter(|e| ours(e)) {
         let (served, declined) = (e.served, e.declined);
         let mut fresh = build_entry(db, e.def.clone());
         fresh.served = served;
