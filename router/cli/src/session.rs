@@ -28,6 +28,7 @@ pub(crate) const HELP: &str = "\
 
 Pleroma's PRAGMAs run like any statement:
   PRAGMA pleroma_attach('table', 'dim1, dim2', 'measure1');
+  PRAGMA pleroma_limb('fact', 'fact_key', 'dim', 'dim_key');
   PRAGMA pleroma_detach('table');     PRAGMA pleroma_rebuild('table');
   PRAGMA pleroma_planes;              PRAGMA pleroma_explain('SELECT ...');
   PRAGMA pleroma_route = auto|engine|plane;
