@@ -197,32 +197,6 @@ pub fn setup(schema: &Schema, rows: usize, seed: u64) -> Vec<Step> {
     g.steps
 }
 
-/// `PRAGMA pleroma_rebuild` and `pleroma_detach` hang: the router's
-/// `Connection::known_table` takes its state lock twice in one expression
-/// (reported with the parity suite; see docs/testing.md). While it stands,
-/// the block that rebuilds or detaches and re-attaches reopens instead.
-const KNOWN_TABLE_DEADLOCK: bool = true;
-
-/// `d IS 'x'` and `d IS NOT 5` (IS with a value other than NULL) are
-/// declined by the router's classifier ("operator IS is not served") although
-/// `IS` is a served form (reported; see docs/testing.md). While it stands,
-/// served classes use `IS [NOT] NULL` only and `IS value` goes to class `Any`.
-const IS_VALUE_DECLINED: bool = true;
-
-/// SQLite moves a HAVING term on a group column into WHERE, so a group it
-/// filters out never finalizes its SUM; the plane raises "integer overflow"
-/// for such a group (reported; see docs/testing.md). While it stands, HAVING
-/// compares group columns only in schemas whose measures stay small.
-const HAVING_GROUP_OVERFLOW: bool = true;
-
-/// A local UPDATE or DELETE (or a cascade) right after another connection's
-/// write applies its row images to the plane before it resyncs: the plane
-/// faults ("a delete of a row the plane does not hold") and, as the classifier
-/// checks for a fault before the resync, stays out of service (reported; see
-/// docs/testing.md). While it stands, a served query follows every outside
-/// write, so that the plane resyncs first.
-const EXTERNAL_THEN_LOCAL_WRITE: bool = true;
-
 struct Gen<'a> {
     s: &'a Schema,
     rng: Rng,
@@ -327,22 +301,15 @@ impl Gen<'_> {
                 self.settle();
                 let w = self.simple_write();
                 self.push(Step::Second(w));
-                self.after_outside_write();
                 self.checks(2);
             }
             5 => {
                 self.settle();
                 let w = self.simple_write();
                 self.push(Step::Process(w));
-                self.after_outside_write();
                 self.checks(2);
             }
             6 => {
-                self.settle();
-                self.push(Step::Reopen);
-                self.checks(2);
-            }
-            7 if KNOWN_TABLE_DEADLOCK => {
                 self.settle();
                 self.push(Step::Reopen);
                 self.checks(2);
@@ -422,18 +389,6 @@ impl Gen<'_> {
     /// only. Without a transaction both sides fail the same way.
     fn settle(&mut self) {
         self.exec("ROLLBACK".into());
-    }
-
-    fn after_outside_write(&mut self) {
-        if EXTERNAL_THEN_LOCAL_WRITE {
-            let q = Query {
-                sql: "SELECT COUNT(*) FROM t".into(),
-                params: Vec::new(),
-                class: Class::T,
-                order: Order::Total,
-            };
-            self.push(Step::Check(q));
-        }
     }
 
     fn refill(&mut self, n: usize) {
@@ -957,7 +912,6 @@ impl Gen<'_> {
                     format!("{c} IS NOT NULL")
                 }
             }
-            _ if IS_VALUE_DECLINED && !q.loose => format!("{c} IS NOT NULL"),
             _ => {
                 let v = self.operand(q, d);
                 let not = if self.rng.chance(0.5) { " NOT" } else { "" };
@@ -1265,8 +1219,7 @@ impl Gen<'_> {
                 format!("({a} OR {b})")
             };
         }
-        let wide = self.s.measures.iter().any(|m| m.profile != Profile::Small);
-        if !group.is_empty() && self.rng.chance(0.2) && !(HAVING_GROUP_OVERFLOW && wide) {
+        if !group.is_empty() && self.rng.chance(0.2) {
             // A group column against a literal (which takes its affinity).
             let i = self.rng.below(group.len());
             let d = group[i];
@@ -1446,7 +1399,7 @@ impl Gen<'_> {
                     ),
                     format!("{c} IS NULL"),
                 ),
-                1 if !IS_VALUE_DECLINED => (
+                1 => (
                     format!("{c} IS {}", v.sql()),
                     format!("{c} IS NULL AND {c} IS NOT NULL"),
                 ),
