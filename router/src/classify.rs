@@ -469,52 +469,10 @@ fn table_of(shared: &Shared, sel: &Select) -> R<(usize, String)> {
     if !twj.joins.is_empty() {
         return Err("a join".into());
     }
-    let TableFactor::Table {
-        name,
-        alias,
-        args,
-        with_hints,
-        version,
-        partitions,
-        sample,
-        index_directives,
-        ..
-    } = &twj.relation
-    else {
-        return Err("FROM is not a plain table".into());
-    };
-    if args.is_some()
-        || !with_hints.is_empty()
-        || version.is_some()
-        || !partitions.is_empty()
-        || sample.is_some()
-    {
-        return Err("table arguments or hints".into());
-    }
-    if !index_directives.is_empty() {
-        return Err("index hints".into());
-    }
-    let parts: Vec<&str> = name
-        .0
-        .iter()
-        .map(|p| match p {
-            ObjectNamePart::Identifier(i) => Ok(i.value.as_str()),
-            _ => Err("a computed table name".to_owned()),
-        })
-        .collect::<R<_>>()?;
-    let table = match parts.as_slice() {
-        [t] => *t,
-        [s, t] if s.eq_ignore_ascii_case("main") => *t,
-        _ => return Err("a table outside the main schema".into()),
-    };
+    let (table, alias) = plain_table(&twj.relation)?;
     let idx = shared
-        .find(table)
+        .find(&table)
         .ok_or_else(|| format!("no plane on table {table}"))?;
-    let alias = match alias {
-        Some(a) if !a.columns.is_empty() => return Err("a table alias with column names".into()),
-        Some(a) => a.name.value.clone(),
-        None => table.to_owned(),
-    };
     Ok((idx, alias))
 }
 
@@ -662,24 +620,7 @@ impl Builder {
                 left,
                 op: op @ (BinaryOperator::Is | BinaryOperator::IsNot),
                 right,
-            } => {
-                let negated = matches!(op, BinaryOperator::IsNot);
-                if let Some(dim) = self.pred_dim(left)? {
-                    Ok(PExpr::Is {
-                        dim,
-                        rhs: self.operand(right)?,
-                        negated,
-                    })
-                } else if let Some(dim) = self.pred_dim(right)? {
-                    Ok(PExpr::Is {
-                        dim,
-                        rhs: self.operand(left)?,
-                        negated,
-                    })
-                } else {
-                    Err("IS without a dimension column".into())
-                }
-            }
+            } => self.is_pred(left, right, matches!(op, BinaryOperator::IsNot)),
             Expr::BinaryOp { left, op, right } => {
                 let op = cmp_op(op).ok_or_else(|| format!("operator {op} is not served"))?;
                 if let Some(d) = self.pred_dim(left)? {
@@ -706,22 +647,7 @@ impl Builder {
                 })
             }
             Expr::IsNotDistinctFrom(l, r) | Expr::IsDistinctFrom(l, r) => {
-                let negated = matches!(e, Expr::IsDistinctFrom(..));
-                if let Some(dim) = self.pred_dim(l)? {
-                    Ok(PExpr::Is {
-                        dim,
-                        rhs: self.operand(r)?,
-                        negated,
-                    })
-                } else if let Some(dim) = self.pred_dim(r)? {
-                    Ok(PExpr::Is {
-                        dim,
-                        rhs: self.operand(l)?,
-                        negated,
-                    })
-                } else {
-                    Err("IS without a dimension column".into())
-                }
+                self.is_pred(l, r, matches!(e, Expr::IsDistinctFrom(..)))
             }
             Expr::Between {
                 expr,
@@ -770,6 +696,20 @@ impl Builder {
             }
             _ => Err("a predicate form that is not served".into()),
         }
+    }
+
+    /// `x IS [NOT] y` with a dimension on either side.
+    fn is_pred(&mut self, l: &Expr, r: &Expr, negated: bool) -> R<PExpr> {
+        let (dim, other) = match (self.pred_dim(l)?, self.pred_dim(r)?) {
+            (Some(d), _) => (d, r),
+            (None, Some(d)) => (d, l),
+            (None, None) => return Err("IS without a dimension column".into()),
+        };
+        Ok(PExpr::Is {
+            dim,
+            rhs: self.operand(other)?,
+            negated,
+        })
     }
 
     /// `Some(dim)` if `e` is a dimension column; an error for a measure or a
