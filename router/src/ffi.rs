@@ -5,7 +5,7 @@ use std::ffi::CString;
 /// SQLite's own test for "this text ends a complete statement" (the one the
 /// `sqlite3` shell uses), which knows about quotes, comments and trigger
 /// bodies.
-pub(crate) fn is_complete(sql: &str) -> bool {
+pub fn is_complete(sql: &str) -> bool {
     let Ok(c) = CString::new(sql) else {
         return false;
     };

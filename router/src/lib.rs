@@ -29,7 +29,7 @@ pub mod mutation;
 mod pragma;
 mod route;
 mod rules;
-mod split;
+pub mod split;
 mod sum_exact;
 mod txn;
 

@@ -1,6 +1,5 @@
 #![doc = include_str!("../../../README.md")]
 
-mod complete;
 mod demo;
 mod format;
 mod import;

@@ -10,8 +10,8 @@ use anyhow::Context;
 use pleroma::rusqlite;
 use pleroma::Connection;
 
-use crate::complete::statements;
 use crate::format::{query_plan, Mode, Printer};
+use pleroma::split::statements;
 
 pub(crate) const HELP: &str = "\
 .exit ?CODE?             Exit with return code CODE (default 0)

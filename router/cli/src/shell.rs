@@ -10,8 +10,8 @@ use std::process::ExitCode;
 
 use rustyline::error::ReadlineError;
 
-use crate::complete::{is_blank, is_complete};
 use crate::session::{Flow, Session, Source};
+use pleroma::split::{is_blank, is_complete};
 
 pub(crate) fn run(path: Option<&Path>) -> anyhow::Result<ExitCode> {
     let mut session = Session::open(path)?;
