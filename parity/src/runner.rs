@@ -94,13 +94,21 @@ impl Report {
     }
 }
 
+/// Failures shrunk to reproductions in one run.
+const MAX_SHRUNK: usize = 3;
+
 /// Run every case of `cfg`.
 pub fn run(cfg: &Config) -> Report {
     let start = Instant::now();
     let mut report = Report::default();
+    let mut case_cfg = cfg.clone();
     for i in 0..cfg.cases {
         let seed = cfg.seed.wrapping_add(i as u64);
-        let (stats, failures) = run_case(cfg, seed);
+        // Shrinking takes up to a minute: the first few failures are enough.
+        if report.failures.iter().filter(|f| f.repro.is_some()).count() >= MAX_SHRUNK {
+            case_cfg.repro_dir = None;
+        }
+        let (stats, failures) = run_case(&case_cfg, seed);
         if cfg.verbose {
             eprintln!(
                 "case seed {seed}: {} passed, {} failed",
