@@ -357,8 +357,8 @@ pub fn run_reads(w: &Workload, opts: &Options) -> Result<Report> {
         }
     }
     drop(conns);
-    // Leave the cached file without a plane, whatever happened above. (Not
-    // `PRAGMA pleroma_detach`: it deadlocks in the router at this commit.)
+    // Leave the cached file without a plane, whatever happened above (a
+    // failed run never reaches a `PRAGMA pleroma_detach`).
     crate::gen::scrub(&w.path)?;
     let mut answers = result?;
     if opts.has(Arm::Duckdb) {

@@ -9,8 +9,8 @@
 //!   statements 6–105, loop 2 = 106–205);
 //! - `batch_load`: `--rows` rows into an empty table in one transaction with
 //!   a prepared INSERT (the plane attached before the load), done twice;
-//! - `plane_build`: attaching to the loaded table (first call) and rebuilding
-//!   it from the columns on reopen (warm, 4 calls), against `scan_columns`: plain SQLite
+//! - `plane_build`: attaching to the loaded table (first call) and
+//!   `PRAGMA pleroma_rebuild('w')` (warm, 4 calls), against `scan_columns`: plain SQLite
 //!   reading the seven plane columns of every row (the physical limit);
 //! - bytes: database file bytes per row, and the plane's cell bytes.
 //!
@@ -237,22 +237,12 @@ fn single_rows(
         let t = Instant::now();
         c.batch(PLANE_PRAGMA)?;
         let build = millis(t);
-        // The rebuild from the columns, timed as a reopen (which rebuilds
-        // every plane of the catalog) less a plain open: `PRAGMA
-        // pleroma_rebuild` deadlocks in the router at this commit.
-        drop(c);
         let mut rebuilds = Vec::new();
         for _ in 0..4 {
             let t = Instant::now();
-            drop(rusqlite::Connection::open(&path)?);
-            let plain = millis(t);
-            let t = Instant::now();
-            let reopened = pleroma::Connection::open(&path)?;
-            rebuilds.push((millis(t) - plain).max(0.0));
-            drop(reopened);
+            c.batch("PRAGMA pleroma_rebuild('w')")?;
+            rebuilds.push(millis(t));
         }
-        c = ArmConn::open(arm, &path)?;
-        c.batch(FILE_SETTINGS)?;
         report.cells.push(cell(
             "plane_build",
             arm,
