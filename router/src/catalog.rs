@@ -1,7 +1,7 @@
 //! Plane definitions: validation, the catalog table in the database, and
 //! building a plane from the table's rows.
 
-use pleroma_plane::{DimRef, MeasureValue, Plane, PlaneConfig};
+use pleroma_plane::{DimRef, JointKey, MeasureValue, Plane, PlaneConfig};
 use rusqlite::types::ValueRef;
 use smallvec::SmallVec;
 
@@ -559,16 +559,24 @@ fn fill_parallel(db: &rusqlite::Connection, entry: &PlaneEntry) -> rusqlite::Res
     Ok(Some(plane))
 }
 
+/// A row applied to a plane: its cell and measure values, enough to take it
+/// back out while the layout stands.
+pub(crate) struct Applied {
+    pub key: JointKey,
+    pub meas: SmallVec<[MeasureValue; 8]>,
+}
+
 /// Read one row image (dimensions at positions `0..nd`, then measures) and
 /// apply it with `weight`. `Err((position, what))` names a value the plane
-/// cannot hold; the caller faults the plane with it.
+/// cannot hold; the caller faults the plane with it. `Ok(None)`: the plane
+/// faulted itself (a cap crossed) and says why.
 pub(crate) fn apply_row<'a>(
     plane: &mut Plane,
     weight: i64,
     nd: usize,
     nm: usize,
     get: impl Fn(usize) -> rusqlite::Result<ValueRef<'a>>,
-) -> Result<(), (usize, String)> {
+) -> Result<Option<Applied>, (usize, String)> {
     // Inline buffers: nothing is allocated for a value the plane knows.
     let mut dims: SmallVec<[DimRef<'a>; 8]> = SmallVec::new();
     let mut meas: SmallVec<[MeasureValue; 8]> = SmallVec::new();
@@ -603,11 +611,13 @@ pub(crate) fn apply_row<'a>(
             Err(e) => return Err((k, format!("an unreadable value ({e})"))),
         });
     }
-    // Errors from here on fault the plane, which then says why.
-    if let Ok(key) = plane.encode_ref(&dims) {
-        let _ = plane.apply_encoded(key, weight, &meas);
-    }
-    Ok(())
+    let Ok(key) = plane.encode_ref(&dims) else {
+        return Ok(None);
+    };
+    Ok(plane
+        .apply_encoded(key, weight, &meas)
+        .ok()
+        .map(|()| Applied { key, meas }))
 }
 
 /// Record a definition in the catalog table.

@@ -356,36 +356,42 @@ impl Connection {
         // A snapshot is one Arc clone; its cost is the copy-on-write of the
         // first page the statement then writes. Inside a transaction only
         // BEGIN and SAVEPOINT need one: a failed statement there rebuilds.
+        // Inside a transaction only BEGIN and SAVEPOINT need a snapshot (a
+        // failed statement there rebuilds); an autocommit statement logs
+        // what it applies instead, which a snapshot's copy-on-write of the
+        // first page it writes would cost several times over.
         let before = {
             let mut s = self.lock();
-            s.begin_statement();
-            (was_auto || matches!(kind, StmtKind::Begin | StmtKind::Savepoint(_)))
-                .then(|| s.snapshots())
+            s.begin_statement(was_auto);
+            matches!(kind, StmtKind::Begin | StmtKind::Savepoint(_)).then(|| s.snapshots())
         };
         let result = exec(&self.db, sql, params, want_rows);
         let now_auto = self.db.is_autocommit();
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         let flags = shared.take_flags();
+        let undo_or_rebuild = |shared: &mut Shared, db: &rusqlite::Connection| {
+            if !shared.undo_statement() {
+                catalog::rebuild_all(db, shared);
+            }
+        };
         if flags.rolled_back {
             // SQLite rolled back a whole transaction: the explicit one, or
             // the statement's own implicit one.
-            if self.txn.stale && !was_auto {
+            if crate::mutation::active("ignore_rollback") {
+                // The mutation: SQLite's undo goes unnoticed.
+            } else if was_auto {
+                undo_or_rebuild(&mut shared, &self.db);
+            } else if self.txn.stale {
                 catalog::rebuild_all(&self.db, &mut shared);
-            } else if let Some(t) = if was_auto {
-                before
-            } else {
-                self.txn.base.take()
-            } {
-                if !crate::mutation::active("ignore_rollback") {
-                    shared.restore(&t);
-                }
+            } else if let Some(t) = self.txn.base.take() {
+                shared.restore(&t);
             }
             self.txn.clear();
         } else if result.is_err() {
             if flags.events > 0 {
                 if was_auto && now_auto {
-                    if let (false, Some(b)) = (flags.committed, &before) {
-                        shared.restore(b);
+                    if !flags.committed {
+                        undo_or_rebuild(&mut shared, &self.db);
                     }
                 } else if !crate::mutation::active("ignore_failed_statement") {
                     // Inside a transaction that goes on: ABORT undid the

@@ -5,9 +5,10 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
-use pleroma_plane::Snapshot;
+use pleroma_plane::{JointKey, MeasureValue, Snapshot};
 use rusqlite::hooks::{Action, PreUpdateCase};
 use rusqlite::types::{Value, ValueRef};
+use smallvec::SmallVec;
 
 use crate::catalog::{apply_row, PlaneEntry, Role};
 use crate::connection::Rows;
@@ -32,6 +33,7 @@ pub(crate) struct Shared {
     /// Moves on every change to any plane (row event, restore, rebuild):
     /// a memo is valid while it has not moved.
     writes: u64,
+    undo: UndoLog,
 }
 
 /// One snapshot per plane, in `entries` order.
@@ -101,9 +103,6 @@ impl Shared {
                 e.declined += 1;
             }
         }
-    }
-    pub fn begin_statement(&mut self) {
-        self.flags = Flags::default();
     }
     pub fn take_flags(&mut self) -> Flags {
         std::mem::take(&mut self.flags)
@@ -202,7 +201,8 @@ impl Shared {
             return;
         }
         let (mut hit, mut dim_side) = (false, false);
-        for entry in &mut self.entries {
+        let mut log = self.undo.recording.then_some(&mut self.undo);
+        for (i, entry) in self.entries.iter_mut().enumerate() {
             if entry.def.table == table || entry.def.table.eq_ignore_ascii_case(table) {
                 hit = true;
                 dim_side |= matches!(entry.def.role, Role::LimbDim(_));
@@ -211,7 +211,7 @@ impl Shared {
                 {
                     continue;
                 }
-                feed(entry, case);
+                feed(entry, i, case, log.as_deref_mut());
             }
         }
         if hit {
@@ -221,23 +221,105 @@ impl Shared {
             }
         }
     }
+
+    /// Start a statement: clear the flags; in autocommit, log what the
+    /// statement applies so that a failure can take it back.
+    pub fn begin_statement(&mut self, autocommit: bool) {
+        self.flags = Flags::default();
+        self.undo.log.clear();
+        self.undo.recording = autocommit;
+        self.undo.overflowed = false;
+    }
+
+    /// Take back what the statement applied, newest first. `false`: that
+    /// is not possible (a layout re-packed, a plane faulted, the log
+    /// overflowed) and the planes must be rebuilt from the table.
+    pub fn undo_statement(&mut self) -> bool {
+        self.bump_writes();
+        if self.undo.overflowed {
+            return false;
+        }
+        let log = std::mem::take(&mut self.undo.log);
+        let mut ok = true;
+        for u in log.iter().rev() {
+            let plane = &mut self.entries[u.entry].plane;
+            // Bits only grow: the same total means the key is still valid.
+            if plane.fault().is_some() || plane.joint_bits() != u.bits {
+                ok = false;
+                break;
+            }
+            if plane.apply_encoded(u.key, -u.weight, &u.meas).is_err() {
+                ok = false;
+                break;
+            }
+        }
+        self.undo.log = log;
+        self.undo.log.clear();
+        ok
+    }
+}
+
+/// Most rows one autocommit statement logs for its undo; past that, a
+/// failure rebuilds instead (a bulk INSERT … SELECT would hold every row).
+const UNDO_MAX: usize = 1 << 20;
+
+/// The applied rows of the running autocommit statement.
+#[derive(Default)]
+pub(crate) struct UndoLog {
+    recording: bool,
+    /// The log cannot undo the statement: too long, or a plane faulted.
+    overflowed: bool,
+    log: Vec<Undo>,
+}
+
+struct Undo {
+    entry: usize,
+    key: JointKey,
+    weight: i64,
+    /// The plane's joint bits when the key was encoded.
+    bits: u32,
+    meas: SmallVec<[MeasureValue; 8]>,
 }
 
 /// Apply one row event to one plane.
-fn feed(entry: &mut PlaneEntry, case: &PreUpdateCase) {
+fn feed(entry: &mut PlaneEntry, idx: usize, case: &PreUpdateCase, mut log: Option<&mut UndoLog>) {
     let r = catch_unwind(AssertUnwindSafe(|| match case {
-        PreUpdateCase::Insert(new) => apply(entry, 1, |c| new.get_new_column_value(c)),
+        PreUpdateCase::Insert(new) => apply(
+            entry,
+            idx,
+            1,
+            |c| new.get_new_column_value(c),
+            log.as_deref_mut(),
+        ),
         PreUpdateCase::Delete(old) => {
             if !crate::mutation::active("missed_delete") {
-                apply(entry, -1, |c| old.get_old_column_value(c));
+                apply(
+                    entry,
+                    idx,
+                    -1,
+                    |c| old.get_old_column_value(c),
+                    log.as_deref_mut(),
+                );
             }
         }
         PreUpdateCase::Update {
             old_value_accessor: old,
             new_value_accessor: new,
         } => {
-            apply(entry, -1, |c| old.get_old_column_value(c));
-            apply(entry, 1, |c| new.get_new_column_value(c));
+            apply(
+                entry,
+                idx,
+                -1,
+                |c| old.get_old_column_value(c),
+                log.as_deref_mut(),
+            );
+            apply(
+                entry,
+                idx,
+                1,
+                |c| new.get_new_column_value(c),
+                log.as_deref_mut(),
+            );
         }
         PreUpdateCase::Unknown => entry.plane.set_fault("unknown pre-update event".into()),
     }));
@@ -249,8 +331,10 @@ fn feed(entry: &mut PlaneEntry, case: &PreUpdateCase) {
 /// Feed one row image of an attached table to its plane.
 fn apply<'a>(
     entry: &mut PlaneEntry,
+    idx: usize,
     weight: i64,
     get: impl Fn(i32) -> rusqlite::Result<ValueRef<'a>>,
+    log: Option<&mut UndoLog>,
 ) {
     if entry.broken.is_some() || entry.plane.fault().is_some() {
         return;
@@ -270,11 +354,37 @@ fn apply<'a>(
             meas_cols[k - nd]
         }
     };
-    if let Err((k, what)) = apply_row(plane, weight, nd, meas_cols.len(), |k| get(col(k))) {
-        let name = columns.get(col(k) as usize).cloned().unwrap_or_default();
-        plane.set_fault(format!(
-            "column {name} received {what}; PRAGMA pleroma_rebuild after fixing the data"
-        ));
+    match apply_row(plane, weight, nd, meas_cols.len(), |k| get(col(k))) {
+        Ok(Some(a)) => {
+            if let Some(u) = log {
+                if u.log.len() >= UNDO_MAX {
+                    u.overflowed = true;
+                } else if !u.overflowed {
+                    u.log.push(Undo {
+                        entry: idx,
+                        key: a.key,
+                        weight,
+                        bits: plane.joint_bits(),
+                        meas: a.meas,
+                    });
+                }
+            }
+        }
+        Ok(None) => {
+            // The plane faulted on this row: only a rebuild undoes that.
+            if let Some(u) = log {
+                u.overflowed = true;
+            }
+        }
+        Err((k, what)) => {
+            if let Some(u) = log {
+                u.overflowed = true;
+            }
+            let name = columns.get(col(k) as usize).cloned().unwrap_or_default();
+            plane.set_fault(format!(
+                "column {name} received {what}; PRAGMA pleroma_rebuild after fixing the data"
+            ));
+        }
     }
 }
 
