@@ -133,6 +133,9 @@ pub enum Step {
     Reopen,
     /// A query compared with SQLite (and its route checked).
     Check(Query),
+    /// The same on a second Pleroma connection to the file, which sees the
+    /// first one's commits as outside writes (only outside transactions).
+    Reader(Query),
     /// The TLP oracle.
     Tlp(Tlp),
     /// The NoREC oracle: a served `COUNT(*) WHERE p` against the engine's
@@ -142,7 +145,10 @@ pub enum Step {
 
 impl Step {
     pub fn is_check(&self) -> bool {
-        matches!(self, Step::Check(_) | Step::Tlp(_) | Step::NoRec(_))
+        matches!(
+            self,
+            Step::Check(_) | Step::Reader(_) | Step::Tlp(_) | Step::NoRec(_)
+        )
     }
 }
 
@@ -284,7 +290,7 @@ impl Gen<'_> {
     }
 
     fn block(&mut self) {
-        match self.rng.weighted(&[30, 22, 12, 10, 5, 4, 3, 2, 3, 3, 6]) {
+        match self.rng.weighted(&[30, 22, 12, 10, 5, 4, 3, 2, 3, 3, 6, 5]) {
             0 => {
                 let n = self.rng.range(4, 10) as usize;
                 self.checks(n);
@@ -346,6 +352,19 @@ impl Gen<'_> {
                     };
                     self.exec(end.into());
                     self.checks(1);
+                }
+            }
+            11 => {
+                // Another Pleroma connection reads what this one commits.
+                self.settle();
+                for _ in 0..self.rng.range(1, 3) {
+                    let w = self.write();
+                    self.exec(w);
+                    let q = self.check();
+                    self.push(match q {
+                        Step::Check(q) => Step::Reader(q),
+                        other => other,
+                    });
                 }
             }
             10 => {

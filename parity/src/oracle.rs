@@ -82,6 +82,8 @@ pub struct Pair {
     pl_path: PathBuf,
     pub pl: pleroma::Connection,
     pub sq: rusqlite::Connection,
+    /// A second Pleroma connection to the same file, opened at its first use.
+    reader: Option<pleroma::Connection>,
     /// Program run as the second process (`--exec-sql FILE SQL`); without
     /// one, the write comes from a second connection instead.
     helper: Option<PathBuf>,
@@ -99,6 +101,7 @@ impl Pair {
             pl_path,
             pl,
             sq,
+            reader: None,
             helper,
         };
         pair.connection_settings()?;
@@ -163,6 +166,18 @@ impl Pair {
             Step::Check(q) => self.check(q, st),
             Step::Tlp(t) => self.tlp(t, st),
             Step::NoRec(p) => self.norec(p, st),
+            Step::Reader(q) => {
+                let reader = match self.reader.take() {
+                    Some(r) => r,
+                    None => pleroma::Connection::open(&self.pl_path)
+                        .map_err(|e| format!("open the reader: {e}"))?,
+                };
+                // The checks run on `pl`: lend it the reader's place.
+                let writer = std::mem::replace(&mut self.pl, reader);
+                let r = self.check(q, st);
+                self.reader = Some(std::mem::replace(&mut self.pl, writer));
+                r.map_err(|e| format!("on the second Pleroma connection: {e}"))
+            }
         }
     }
 

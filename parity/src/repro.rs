@@ -10,6 +10,8 @@
 //!                                  connection / process on Pleroma's file
 //! -- @reopen                       close and reopen the Pleroma connection
 //! -- @check CLASS ORDER [params: v, v]   the query below, compared
+//! -- @reader CLASS ORDER [params: ...]  the same, on a second Pleroma
+//!                                  connection to the file
 //! -- @tlp group=a,b measure=m      then "-- base:", "-- p:", "-- pnull:"
 //! -- @norec                        then "-- p:"
 //! ```
@@ -34,7 +36,12 @@ pub fn write(steps: &[Step], header: &str) -> String {
             Step::Second(sql) => out += &format!("-- @second\n{sql};\n"),
             Step::Process(sql) => out += &format!("-- @process\n{sql};\n"),
             Step::Reopen => out += "-- @reopen\n",
-            Step::Check(q) => {
+            Step::Check(q) | Step::Reader(q) => {
+                let word = if matches!(s, Step::Reader(_)) {
+                    "reader"
+                } else {
+                    "check"
+                };
                 let order = match &q.order {
                     Order::Unordered => "unordered".to_owned(),
                     Order::Total => "total".to_owned(),
@@ -59,7 +66,7 @@ pub fn write(steps: &[Step], header: &str) -> String {
                             .join(", ")
                     )
                 };
-                out += &format!("-- @check {} {order}{params}\n{};\n", q.class, q.sql);
+                out += &format!("-- @{word} {} {order}{params}\n{};\n", q.class, q.sql);
             }
             Step::Tlp(t) => {
                 out += &format!(
@@ -119,7 +126,7 @@ pub fn parse(text: &str) -> anyhow::Result<Vec<Step>> {
             "second" => Step::Second(sql(&b)),
             "process" => Step::Process(sql(&b)),
             "reopen" => Step::Reopen,
-            "check" => {
+            "check" | "reader" => {
                 let (head, params) = match rest.split_once(" params: ") {
                     Some((h, p)) => (h, parse_params(p)?),
                     None => (rest, Vec::new()),
@@ -142,12 +149,17 @@ pub fn parse(text: &str) -> anyhow::Result<Vec<Step>> {
                             .collect::<Result<_, _>>()?,
                     ),
                 };
-                Step::Check(Query {
+                let q = Query {
                     sql: sql(&b),
                     params,
                     class,
                     order,
-                })
+                };
+                if word == "reader" {
+                    Step::Reader(q)
+                } else {
+                    Step::Check(q)
+                }
             }
             "tlp" => {
                 let mut group = Vec::new();
