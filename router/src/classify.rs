@@ -231,7 +231,8 @@ pub(crate) fn classify(db: &rusqlite::Connection, shared: &Shared, sql: &str) ->
     let names_a_plane = shared
         .tables()
         .any(|t| lower.contains(&t.to_ascii_lowercase()));
-    let stmt = match db.prepare(sql) {
+    // Cached: the engine path then finds the statement prepared.
+    let stmt = match db.prepare_cached(sql) {
         Ok(s) => s,
         // SQLite reports its own error when it runs the statement.
         Err(_) => return Classified::NotSelect,
@@ -241,6 +242,21 @@ pub(crate) fn classify(db: &rusqlite::Connection, shared: &Shared, sql: &str) ->
     }
     if !names_a_plane {
         return Classified::Declined("no planed table in the statement".into());
+    }
+    // Every served statement has an aggregate or a GROUP BY: a text without
+    // any of their names is a row list or lookup, declined without a parse.
+    const SERVED_WORDS: [&str; 8] = [
+        "count",
+        "sum",
+        "total",
+        "avg",
+        "min",
+        "max",
+        "group",
+        "pleromasumexact",
+    ];
+    if !SERVED_WORDS.iter().any(|w| lower.contains(w)) {
+        return Classified::Declined("a row list (no aggregate, no GROUP BY)".into());
     }
     let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
     let param_count = stmt.parameter_count();
