@@ -90,6 +90,24 @@ pub fn run(old: &Path, new: &Path) -> Result<()> {
     );
     if bad > 0 {
         print!("{out}");
+        // Plain SQLite is the same code on both builds: its cells crossing
+        // the line measure the machine, not the change.
+        let control = new
+            .cells
+            .iter()
+            .filter(|n| n.arm == "sqlite")
+            .filter(|n| {
+                old.cells
+                    .iter()
+                    .any(|o| o.query == n.query && o.arm == n.arm && regressed(o, n))
+            })
+            .count();
+        if control > 0 {
+            println!(
+                "note: {control} of these are `sqlite` cells, which run the same code on both builds: \
+                 the machine was noisier in one run; rerun both builds back to back before trusting the rest"
+            );
+        }
         bail!("{bad} cells regressed");
     }
     Ok(())
