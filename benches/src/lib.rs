@@ -35,6 +35,7 @@ use harness::{Arm, Options, Report};
 #[derive(Parser, Debug)]
 #[command(
     name = "pleroma bench",
+    bin_name = "pleroma bench",
     no_binary_name = true,
     about = "Run a benchmark workload, or compare two result files."
 )]
@@ -170,7 +171,10 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
             print!("{e}");
             return Ok(());
         }
-        Err(e) => bail!("{e}"),
+        Err(e) => {
+            let msg = e.to_string();
+            bail!("{}", msg.strip_prefix("error: ").unwrap_or(&msg).trim_end())
+        }
     };
     let (name, a) = match cmd {
         Cmd::Compare { old, new } => return compare::run(&old, &new),
