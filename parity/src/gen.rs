@@ -290,7 +290,10 @@ impl Gen<'_> {
     }
 
     fn block(&mut self) {
-        match self.rng.weighted(&[30, 22, 12, 10, 5, 4, 3, 2, 3, 3, 6, 5]) {
+        match self
+            .rng
+            .weighted(&[30, 22, 12, 10, 5, 4, 3, 2, 3, 3, 6, 5, 2])
+        {
             0 => {
                 let n = self.rng.range(4, 10) as usize;
                 self.checks(n);
@@ -353,6 +356,27 @@ impl Gen<'_> {
                     self.exec(end.into());
                     self.checks(1);
                 }
+            }
+            12 => {
+                // Schema changes: the router re-reads column positions.
+                self.settle();
+                let d = self.s.dims[self.rng.below(self.s.dims.len())].name.clone();
+                let sql = match self.rng.below(6) {
+                    0 => format!("CREATE INDEX IF NOT EXISTS i_{d} ON t({d})"),
+                    1 => format!("DROP INDEX IF EXISTS i_{d}"),
+                    2 => format!(
+                        "ALTER TABLE t ADD COLUMN extra{} INTEGER DEFAULT 7",
+                        self.rng.below(4)
+                    ),
+                    3 => "VACUUM".to_owned(),
+                    4 => "ANALYZE".to_owned(),
+                    _ => format!(
+                        "CREATE INDEX IF NOT EXISTS i_{d}_m ON t({d}, {})",
+                        self.s.measures[0].name
+                    ),
+                };
+                self.exec(sql);
+                self.checks(3);
             }
             11 => {
                 // Another Pleroma connection reads what this one commits.
