@@ -460,6 +460,7 @@ impl Connection {
                 if let Some(reason) = entry.out_of_service() {
                     return Err(Error::Pragma(format!("pleroma_attach: {reason}")));
                 }
+                catalog::check_measures(&self.db, &entry).map_err(Error::Pragma)?;
                 catalog::store(&self.db, &def)?;
                 self.lock().add(entry);
                 self.after_catalog_change(version);
