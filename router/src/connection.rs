@@ -214,6 +214,17 @@ impl Connection {
             }
             return Ok(r?);
         }
+        // INSERT, UPDATE, DELETE, REPLACE (and RELEASE, ROLLBACK, DETACH,
+        // REINDEX) are never SELECTs: skip the plan cache's hash of the text.
+        let first = sql
+            .trim_start()
+            .as_bytes()
+            .first()
+            .map(u8::to_ascii_uppercase);
+        if matches!(first, Some(b'I' | b'U' | b'D' | b'R')) {
+            self.set_engine_route("not a read-only SELECT");
+            return self.run_engine(sql, params, want_rows);
+        }
         match self.try_plane(sql, params)? {
             Attempt::Served(rows) => Ok((rows, 0)),
             // A read-only SELECT: nothing to keep track of.
@@ -238,7 +249,7 @@ impl Connection {
         };
         let table = match &*class {
             Classified::NotSelect => {
-                self.last_route = Route::engine("not a read-only SELECT");
+                self.set_engine_route("not a read-only SELECT");
                 return Ok(Attempt::Other);
             }
             Classified::Declined(reason) => return self.decline(reason, None),
@@ -316,14 +327,22 @@ impl Connection {
         if let Some(t) = table {
             self.lock().count(t, false);
         }
-        self.last_route.kind = crate::RouteKind::Engine;
-        if self.last_route.reason != reason {
-            self.last_route.reason = reason.to_owned();
-        }
+        self.set_engine_route(reason);
         self.last_route.table = table.map(str::to_owned);
-        self.last_route.plane_cost = None;
-        self.last_route.engine_cost = None;
         Ok(Attempt::ReadOnly)
+    }
+
+    /// Route "engine" for `reason`, reusing the last route's allocation.
+    fn set_engine_route(&mut self, reason: &str) {
+        let r = &mut self.last_route;
+        r.kind = RouteKind::Engine;
+        if r.reason != reason {
+            r.reason.clear();
+            r.reason.push_str(reason);
+        }
+        r.table = None;
+        r.plane_cost = None;
+        r.engine_cost = None;
     }
 
     /// A write by another connection or process shows only as a new
