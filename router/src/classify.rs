@@ -224,7 +224,14 @@ pub(crate) struct Plan {
     pub param_count: usize,
 }
 
-pub(crate) fn classify(db: &rusqlite::Connection, shared: &Shared, sql: &str) -> Classified {
+/// `quick`: decline row lists from their text alone (the query path); off
+/// for `pleroma_explain`, which names the precise reason.
+pub(crate) fn classify(
+    db: &rusqlite::Connection,
+    shared: &Shared,
+    sql: &str,
+    quick: bool,
+) -> Classified {
     // The cheap gate first: a statement that names no planed table (or is not
     // a read-only statement) never pays for a parse.
     let lower = sql.to_ascii_lowercase();
@@ -255,7 +262,7 @@ pub(crate) fn classify(db: &rusqlite::Connection, shared: &Shared, sql: &str) ->
         "group",
         "pleromasumexact",
     ];
-    if !SERVED_WORDS.iter().any(|w| lower.contains(w)) {
+    if quick && !SERVED_WORDS.iter().any(|w| lower.contains(w)) {
         return Classified::Declined("a row list (no aggregate, no GROUP BY)".into());
     }
     let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();

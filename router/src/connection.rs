@@ -241,7 +241,7 @@ impl Connection {
             None => {
                 let c = {
                     let shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-                    Arc::new(classify::classify(&self.db, &shared, sql))
+                    Arc::new(classify::classify(&self.db, &shared, sql, true))
                 };
                 self.cache.insert(sql.to_owned(), c.clone());
                 c
@@ -600,7 +600,7 @@ impl Connection {
     fn explain(&mut self, sql: &str) -> Result<Rows> {
         let class = {
             let shared = self.lock();
-            classify::classify(&self.db, &shared, sql)
+            classify::classify(&self.db, &shared, sql, false)
         };
         let (route, reason, plane_cost, engine_cost) = match &class {
             Classified::NotSelect => ("engine", "not a SELECT".to_owned(), None, None),
