@@ -527,8 +527,20 @@ impl Gen<'_> {
 
     fn dim_lit(&mut self) -> (String, String) {
         let d = self.rng.below(self.s.dims.len());
+        let name = self.s.dims[d].name.clone();
+        // Now and then a value the dimension has not seen: its dictionary
+        // grows past its bits and the joint key re-packs. (Not for `p`, a
+        // foreign key; at most 600 new values, so it stays under the cap.)
+        if name != "p" && self.rng.chance(0.1) {
+            let v = if self.rng.chance(0.5) {
+                Lit::Int(self.rng.range(1_000, 1_300))
+            } else {
+                Lit::Text(format!("f{}", self.rng.below(300)))
+            };
+            return (name, v.sql());
+        }
         let v = self.s.dim_value(&mut self.rng, d);
-        (self.s.dims[d].name.clone(), v.sql())
+        (name, v.sql())
     }
 
     fn measure_lit(&mut self) -> (String, String) {
