@@ -393,13 +393,30 @@ impl Gen<'_> {
             }
             10 => {
                 // A repeated join (the memo) across writes to either table.
-                let q = self.join();
+                // It sums the dimension table's column, so that a write to
+                // either table changes the answer.
+                let q = self.join(true);
                 self.push(q.clone());
                 self.push(q.clone());
-                let w = if self.rng.chance(0.5) {
-                    self.parent_write()
-                } else {
-                    self.write()
+                let w = match self.rng.below(4) {
+                    0 => self.parent_write(),
+                    1 => self.write(),
+                    // Writes that change the answer.
+                    2 => format!("UPDATE parent SET w = w + {}", self.rng.range(1, 9)),
+                    _ => {
+                        let cols = self.s.insert_columns();
+                        let sel: Vec<&str> = self
+                            .s
+                            .columns
+                            .iter()
+                            .map(|c| if c == "u" { "NULL" } else { c.as_str() })
+                            .collect();
+                        format!(
+                            "INSERT INTO t({cols}) SELECT {} FROM t WHERE p IS NOT NULL ORDER BY id LIMIT {}",
+                            sel.join(", "),
+                            self.rng.range(1, 20)
+                        )
+                    }
                 };
                 self.exec(w);
                 self.push(q.clone());
@@ -772,7 +789,7 @@ impl Gen<'_> {
     }
 
     /// A join of `t` to `parent` in the served shape.
-    fn join(&mut self) -> Step {
+    fn join(&mut self, dim_sum: bool) -> Step {
         let mut q = self.q(false);
         let (e, d) = *self.rng.pick(&[("e", "d"), ("t", "parent"), ("f", "p2")]);
         let from = if e == "t" {
@@ -801,6 +818,10 @@ impl Gen<'_> {
             };
             let at = self.rng.below(items.len() + 1);
             items.insert(at, a);
+        }
+        if dim_sum {
+            let at = self.rng.below(items.len() + 1);
+            items.insert(at, format!("SUM({d}.w)"));
         }
         let mut sql = format!("SELECT {} FROM {from}", items.join(", "));
         if self.rng.chance(0.5) {
@@ -1037,7 +1058,7 @@ impl Gen<'_> {
             5 => self.outside(),
             6 => self.any(),
             7 => self.tlp(),
-            8 => self.join(),
+            8 => self.join(false),
             _ => {
                 let mut q = self.q(false);
                 q.prefix.clear();

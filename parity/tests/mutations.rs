@@ -7,7 +7,7 @@ use pleroma_parity::{run_mutations, runner, Config};
 
 #[test]
 fn every_mutation_turns_the_suite_red() {
-    let mut cfg = Config::new(300, 6, 1);
+    let mut cfg = Config::new(300, 10, 1);
     cfg.helper = Some(PathBuf::from(env!("CARGO_BIN_EXE_pleroma-parity")));
     let names = runner::mutation_names();
     let results = run_mutations(&cfg, &names, |name, red, _| {
