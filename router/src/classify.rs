@@ -992,6 +992,10 @@ fn cmp_op(op: &BinaryOperator) -> Option<CmpOp> {
 /// INTEGER; decimals with `.` or an exponent are REAL; anything else (hex,
 /// integers past i64, which SQLite reads as REAL) is declined.
 fn number(n: &str, negative: bool) -> R<Value> {
+    if negative && n == "9223372036854775808" {
+        // SQLite reads a minus before this literal as i64::MIN itself.
+        return Ok(Value::Integer(i64::MIN));
+    }
     if n.bytes().all(|b| b.is_ascii_digit()) {
         let v: i64 = n
             .parse()

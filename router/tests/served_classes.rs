@@ -34,6 +34,7 @@ fn totals_and_scalar_filters_match_sqlite() {
         "SELECT COUNT(*) AS n FROM main.t AS x WHERE x.region = 'eu'",
         "SELECT COUNT(*) FROM t WHERE status IS 'paid' OR region IS NOT 'eu'",
         "SELECT COUNT(*) FROM t WHERE month IS NULL OR NULL IS region",
+        "SELECT COUNT(*) FROM t WHERE month > -9223372036854775808",
     ] {
         p.served(sql, &[]);
     }
