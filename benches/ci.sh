@@ -10,7 +10,7 @@ export PLEROMA_BENCH_DATA="${PLEROMA_BENCH_DATA:-$(mktemp -d)}"
 out="$PLEROMA_BENCH_DATA/results"
 mkdir -p "$out"
 fast=(--budget-ms 5 --max-calls 5)
-for w in ledger dashboard classes; do
+for w in ledger dashboard classes tenants; do
     "$bin" bench "$w" --rows 2000 "${fast[@]}" --json "$out/$w.json" --svg "$out/$w.svg" > "$out/$w.md"
 done
 "$bin" bench writes --rows 2000 --json "$out/writes.json" > "$out/writes.md"

@@ -17,8 +17,10 @@
 //! (under 0.8x), noisy (the ratio falls in different outcomes at the two
 //! ends of the two cells' loop spreads).
 //!
-//! Left out: join serving (the router has no join limbs yet, so the three
-//! joins are declined and run on SQLite; the table reports that route).
+//! Joins: limbs on `facts.k1 → dim1.id` and `facts.tag → tags.tag` serve
+//! `join_int` and `join_text_sum` (COUNT and SUMs of `facts`); the two joins
+//! that group on the dimension table's `name`/`label` are declined by rule
+//! and run on SQLite (the table reports that route).
 //!
 //! Run: `cargo run --release --bin pleroma -- bench classes --rows 100000`
 //! (then `--rows 300000` and `--rows 1000000`).
@@ -115,6 +117,10 @@ pub fn queries(rows: u64) -> Vec<Query> {
             "SELECT t.label, COUNT(*) FROM facts f JOIN tags t ON t.tag = f.tag GROUP BY t.label ORDER BY t.label"
                 .into(),
         ),
+        q(
+            "join_text_sum",
+            "SELECT COUNT(*), SUM(f.n) FROM facts f JOIN tags t ON t.tag = f.tag WHERE f.g < 5".into(),
+        ),
         q("control_declined", "SELECT COUNT(*) FROM facts WHERE note LIKE '%77%'".into()),
     ]
 }
@@ -128,7 +134,11 @@ pub fn workload(rows: u64, seed: u64) -> Result<Workload> {
         name: "classes".into(),
         rows,
         path,
-        plane_pragmas: vec![PLANE_PRAGMA.into()],
+        plane_pragmas: vec![
+            PLANE_PRAGMA.into(),
+            "PRAGMA pleroma_limb('facts', 'k1', 'dim1', 'id')".into(),
+            "PRAGMA pleroma_limb('facts', 'tag', 'tags', 'tag')".into(),
+        ],
         tables: vec!["facts".into(), "dim1".into(), "dim2".into(), "tags".into()],
         queries: queries(rows),
     })

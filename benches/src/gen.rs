@@ -104,7 +104,9 @@ pub fn cached_db(
 /// so that the `engine` arm really has no plane.
 pub fn scrub(path: &Path) -> Result<()> {
     let conn = rusqlite::Connection::open(path)?;
-    conn.execute_batch("DROP TABLE IF EXISTS pleroma_catalog")?;
+    conn.execute_batch(
+        "DROP TABLE IF EXISTS pleroma_catalog; DROP TABLE IF EXISTS pleroma_limbs;",
+    )?;
     Ok(())
 }
 

@@ -7,8 +7,8 @@
 //! pleroma bench compare OLD.json NEW.json
 //! ```
 //!
-//! WORKLOAD is `ledger` (§1), `dashboard` (§2), `classes` (§5), `writes` (§6)
-//! or `speedtest` (§9). Output: a Markdown table on stdout, every figure as
+//! WORKLOAD is `ledger` (§1), `dashboard` (§2), `tenants` (§4), `classes`
+//! (§5), `writes` (§6) or `speedtest` (§9). Output: a Markdown table on stdout, every figure as
 //! JSON (`--json`), a log-scale bar chart (`--svg`). A wrong answer on any
 //! arm fails the run.
 
@@ -28,6 +28,7 @@ pub mod harness;
 pub mod ledger;
 pub mod speedtest;
 pub mod svg;
+pub mod tenants;
 pub mod writes;
 
 use harness::{Arm, Options, Report};
@@ -44,6 +45,8 @@ enum Cmd {
     Ledger(RunArgs),
     /// §2: events, 32 dashboard slices in classes W/G/H/D/X/T (default 100,000 events).
     Dashboard(RunArgs),
+    /// §4: six tenant tables and a products table: filters and joins through limbs (default 500,000 events).
+    Tenants(RunArgs),
     /// §5: 17 query classes on one table (run at 100,000, 300,000, 1,000,000).
     Classes(RunArgs),
     /// §6: the write cost of an attached plane (default 100,000 rows).
@@ -123,6 +126,7 @@ fn show(file: &std::path::Path, svg_out: Option<&std::path::Path>) -> Result<()>
             .collect(),
         "dashboard" => dashboard::queries(r.rows),
         "classes" => classes::queries(r.rows),
+        "tenants" => tenants::queries(),
         _ => return Ok(()),
     };
     r.summaries.clear();
@@ -181,6 +185,7 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
         Cmd::Show { file, svg } => return show(&file, svg.as_deref()),
         Cmd::Ledger(a) => ("ledger", a),
         Cmd::Dashboard(a) => ("dashboard", a),
+        Cmd::Tenants(a) => ("tenants", a),
         Cmd::Classes(a) => ("classes", a),
         Cmd::Writes(a) => ("writes", a),
         Cmd::Speedtest(a) => ("speedtest", a),
@@ -213,6 +218,7 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
     let out = match name {
         "ledger" => ledger::run(a.rows.unwrap_or(100_000), &opts, a.load)?,
         "dashboard" => dashboard::run(a.rows.unwrap_or(100_000), &opts)?,
+        "tenants" => tenants::run(a.rows.unwrap_or(500_000), &opts)?,
         "classes" => classes::run(a.rows.unwrap_or(100_000), &opts)?,
         "writes" => writes::run(a.rows.unwrap_or(100_000), &opts)?,
         _ => speedtest::run(a.rows.unwrap_or(30_000), &opts)?,

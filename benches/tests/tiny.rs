@@ -15,7 +15,7 @@ fn every_workload_runs_and_every_arm_agrees() {
     std::env::set_var("PLEROMA_BENCH_DATA", &dir);
     let json = dir.join("ledger.json");
     let fast = "--budget-ms 1 --max-calls 3";
-    for w in ["ledger", "dashboard", "classes"] {
+    for w in ["ledger", "dashboard", "classes", "tenants"] {
         run_cli(args(&format!(
             "{w} --rows 500 {fast} --json {} --svg {}",
             json.display(),
