@@ -372,9 +372,6 @@ impl Connection {
     ) -> Result<(Rows, usize)> {
         let kind = txn::kind_of(sql);
         let was_auto = self.db.is_autocommit();
-        // A snapshot is one Arc clone; its cost is the copy-on-write of the
-        // first page the statement then writes. Inside a transaction only
-        // BEGIN and SAVEPOINT need one: a failed statement there rebuilds.
         // Inside a transaction only BEGIN and SAVEPOINT need a snapshot (a
         // failed statement there rebuilds); an autocommit statement logs
         // what it applies instead, which a snapshot's copy-on-write of the

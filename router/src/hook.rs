@@ -227,6 +227,8 @@ impl Shared {
     pub fn begin_statement(&mut self, autocommit: bool) {
         self.flags = Flags::default();
         self.undo.log.clear();
+        // A long statement's log is not kept between statements.
+        self.undo.log.shrink_to(4096);
         self.undo.recording = autocommit;
         self.undo.overflowed = false;
     }
@@ -261,7 +263,7 @@ impl Shared {
 
 /// Most rows one autocommit statement logs for its undo; past that, a
 /// failure rebuilds instead (a bulk INSERT … SELECT would hold every row).
-const UNDO_MAX: usize = 1 << 20;
+const UNDO_MAX: usize = 1 << 16;
 
 /// The applied rows of the running autocommit statement.
 #[derive(Default)]

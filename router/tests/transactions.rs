@@ -164,3 +164,19 @@ fn dropping_a_connection_inside_a_transaction_is_safe() {
     p.exec("BEGIN; INSERT INTO t(k, g, m) VALUES (70, 'z', 1)");
     drop(p);
 }
+
+#[test]
+fn a_failing_autocommit_statement_longer_than_the_undo_log_is_undone_by_a_rebuild() {
+    let mut p = pair();
+    p.exec(
+        "CREATE TABLE src(k INTEGER, g TEXT, m INTEGER);
+         WITH RECURSIVE s(i) AS (SELECT 100 UNION ALL SELECT i + 1 FROM s WHERE i < 70100)
+         INSERT INTO src SELECT i, 'x', i FROM s;
+         INSERT INTO src VALUES (1, 'dup', 0);",
+    );
+    // The last row collides with k = 1 after 70,001 rows went in.
+    assert!(!p.exec("INSERT INTO t(k, g, m) SELECT k, g, m FROM src"));
+    verify(&mut p);
+    assert!(!p.exec("INSERT INTO t(k, g, m) SELECT k, g, m FROM src WHERE k < 200 OR k = 1"));
+    verify(&mut p);
+}
