@@ -37,6 +37,8 @@ pub struct Rows {
 /// A SQLite connection with planes attached.
 pub struct Connection {
     db: rusqlite::Connection,
+    /// The pre-update hook; dropped before `db` closes.
+    pre_hook: Option<crate::ffi::PreUpdateHook>,
     pub(crate) shared: Arc<Mutex<Shared>>,
     cache: AHashMap<String, Arc<Classified>>,
     txn: TxnState,
@@ -75,9 +77,10 @@ impl Connection {
     pub fn wrap(mut db: rusqlite::Connection) -> Result<Connection> {
         crate::sum_exact::register(&db)?;
         let shared = Arc::new(Mutex::new(Shared::default()));
-        hook::install(&mut db, &shared)?;
+        let pre_hook = Some(hook::install(&mut db, &shared)?);
         let mut conn = Connection {
             db,
+            pre_hook,
             shared,
             cache: AHashMap::new(),
             txn: TxnState::default(),
@@ -647,6 +650,7 @@ impl Drop for Connection {
             let _ = self.db.execute_batch("ROLLBACK");
         }
         hook::uninstall(&mut self.db);
+        self.pre_hook = None;
     }
 }
 

@@ -15,6 +15,10 @@ pub enum Error {
     /// `PRAGMA pleroma_route = plane` and the plane cannot serve the query.
     #[error("pleroma: the plane cannot serve this query: {0}")]
     NotServed(String),
+    /// The SQLite linked in cannot run Pleroma (built without the
+    /// pre-update hook); the message says what to set.
+    #[error("pleroma: {0}")]
+    Setup(String),
     #[error("plane: {0}")]
     Plane(#[from] pleroma_plane::PlaneError),
 }

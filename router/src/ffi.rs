@@ -1,6 +1,18 @@
-//! The only raw SQLite call Pleroma makes. rusqlite wraps everything else.
+//! Every raw SQLite call Pleroma makes: `sqlite3_complete` and the
+//! pre-update hook. rusqlite wraps everything else.
+//!
+//! The pre-update hook is registered here rather than through rusqlite's
+//! `preupdate_hook` feature, which turns on bindgen (and so needs libclang
+//! to build). The bundled SQLite is compiled with
+//! `SQLITE_ENABLE_PREUPDATE_HOOK` from `LIBSQLITE3_FLAGS` (see
+//! `.cargo/config.toml` and `build.rs`), and libsqlite3-sys's pre-generated
+//! bindings already declare the `sqlite3_preupdate_*` functions.
 
-use std::ffi::CString;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use rusqlite::ffi;
+use rusqlite::types::ValueRef;
 
 /// SQLite's own test for "this text ends a complete statement" (the one the
 /// `sqlite3` shell uses), which knows about quotes, comments and trigger
@@ -11,5 +23,180 @@ pub fn is_complete(sql: &str) -> bool {
     };
     // SAFETY: `c` is a valid NUL-terminated string that outlives the call;
     // sqlite3_complete only reads it and needs no connection.
-    unsafe { rusqlite::ffi::sqlite3_complete(c.as_ptr()) != 0 }
+    unsafe { ffi::sqlite3_complete(c.as_ptr()) != 0 }
+}
+
+/// What the build must set for the change hook to exist.
+pub(crate) const HOOK_FLAG_HELP: &str = "the bundled SQLite was built without \
+SQLITE_ENABLE_PREUPDATE_HOOK, which Pleroma's change hook needs: set \
+LIBSQLITE3_FLAGS=\"SQLITE_ENABLE_PREUPDATE_HOOK\" when building (for instance in \
+the [env] table of .cargo/config.toml) and rebuild";
+
+/// Whether the linked SQLite has the pre-update hook compiled in.
+pub(crate) fn has_preupdate_hook() -> bool {
+    // SAFETY: a static NUL-terminated string; sqlite3_compileoption_used
+    // only reads it and needs no connection.
+    unsafe { ffi::sqlite3_compileoption_used(c"ENABLE_PREUPDATE_HOOK".as_ptr()) != 0 }
+}
+
+/// The kind of row change a pre-update event announces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    Insert,
+    Delete,
+    Update,
+    /// An incremental BLOB I/O write (`sqlite3_blob_write`) into this
+    /// column: the row stays, and no new value is given.
+    BlobWrite(i32),
+}
+
+/// One pre-update event, valid only inside the callback.
+pub(crate) struct Event<'a> {
+    db: *mut ffi::sqlite3,
+    pub op: Op,
+    /// Schema name (`main`, `temp`, an ATTACH alias), as SQLite passes it.
+    pub schema: &'a [u8],
+    pub table: &'a [u8],
+}
+
+impl Event<'_> {
+    /// Column `i` of the row before the change (DELETE, UPDATE).
+    pub fn old(&self, i: i32) -> Option<ValueRef<'_>> {
+        let mut v: *mut ffi::sqlite3_value = std::ptr::null_mut();
+        // SAFETY: `self.db` is the connection SQLite passed to the running
+        // pre-update callback, the only place an `Event` exists; SQLite
+        // checks `i` and the operation and returns an error code otherwise.
+        let rc = unsafe { ffi::sqlite3_preupdate_old(self.db, i, &mut v) };
+        // SAFETY: on SQLITE_OK `v` is a protected value that lives until the
+        // callback returns, which bounds the borrow of `self`.
+        (rc == ffi::SQLITE_OK).then(|| unsafe { value_ref(v) })
+    }
+
+    /// Column `i` of the row after the change (INSERT, UPDATE).
+    pub fn new(&self, i: i32) -> Option<ValueRef<'_>> {
+        let mut v: *mut ffi::sqlite3_value = std::ptr::null_mut();
+        // SAFETY: as in `old`.
+        let rc = unsafe { ffi::sqlite3_preupdate_new(self.db, i, &mut v) };
+        // SAFETY: as in `old`.
+        (rc == ffi::SQLITE_OK).then(|| unsafe { value_ref(v) })
+    }
+}
+
+/// A borrowed view of an `sqlite3_value`, without copying text or blobs.
+///
+/// # Safety
+/// `v` must be a valid value that outlives `'a`.
+unsafe fn value_ref<'a>(v: *mut ffi::sqlite3_value) -> ValueRef<'a> {
+    // SAFETY: the caller guarantees `v` is valid for `'a`. Text and blob
+    // pointers stay valid until the value changes, which it does not while
+    // the callback runs; the length is read after the pointer, as SQLite
+    // asks.
+    unsafe {
+        match ffi::sqlite3_value_type(v) {
+            ffi::SQLITE_NULL => ValueRef::Null,
+            ffi::SQLITE_INTEGER => ValueRef::Integer(ffi::sqlite3_value_int64(v)),
+            ffi::SQLITE_FLOAT => ValueRef::Real(ffi::sqlite3_value_double(v)),
+            ffi::SQLITE_TEXT => {
+                let p = ffi::sqlite3_value_text(v);
+                let n = ffi::sqlite3_value_bytes(v) as usize;
+                if p.is_null() {
+                    ValueRef::Text(&[])
+                } else {
+                    ValueRef::Text(std::slice::from_raw_parts(p, n))
+                }
+            }
+            _ => {
+                let p = ffi::sqlite3_value_blob(v) as *const u8;
+                let n = ffi::sqlite3_value_bytes(v) as usize;
+                if p.is_null() {
+                    ValueRef::Blob(&[])
+                } else {
+                    ValueRef::Blob(std::slice::from_raw_parts(p, n))
+                }
+            }
+        }
+    }
+}
+
+type Callback = Box<dyn FnMut(&Event<'_>) + Send>;
+
+/// A registered pre-update hook. Dropping it unregisters the hook and frees
+/// the callback; it must drop before the connection closes.
+pub(crate) struct PreUpdateHook {
+    db: *mut ffi::sqlite3,
+    boxed: *mut Callback,
+}
+
+// SAFETY: the hook is only touched through the connection that owns it
+// (registration and removal), and the callback itself is `Send`.
+unsafe impl Send for PreUpdateHook {}
+
+impl PreUpdateHook {
+    /// Register `f` as `db`'s pre-update hook (replacing any other).
+    pub fn install(
+        db: &rusqlite::Connection,
+        f: impl FnMut(&Event<'_>) + Send + 'static,
+    ) -> Result<PreUpdateHook, String> {
+        if !has_preupdate_hook() {
+            return Err(HOOK_FLAG_HELP.into());
+        }
+        let boxed: *mut Callback = Box::into_raw(Box::new(Box::new(f)));
+        // SAFETY: the handle is only used to register the hook on this
+        // connection, which outlives the returned guard (the router drops
+        // the guard before the connection).
+        let handle = unsafe { db.handle() };
+        // SAFETY: `boxed` stays valid until `Drop` unregisters the hook and
+        // frees it; `trampoline` matches the callback's C signature.
+        unsafe {
+            ffi::sqlite3_preupdate_hook(handle, Some(trampoline), boxed.cast::<c_void>());
+        }
+        Ok(PreUpdateHook { db: handle, boxed })
+    }
+}
+
+impl Drop for PreUpdateHook {
+    fn drop(&mut self) {
+        // SAFETY: `self.db` is still open (see `install`); after the call
+        // SQLite no longer refers to `boxed`, which we then free exactly once.
+        unsafe {
+            ffi::sqlite3_preupdate_hook(self.db, None, std::ptr::null_mut());
+            drop(Box::from_raw(self.boxed));
+        }
+    }
+}
+
+unsafe extern "C" fn trampoline(
+    ctx: *mut c_void,
+    db: *mut ffi::sqlite3,
+    op: c_int,
+    schema: *const c_char,
+    table: *const c_char,
+    _old_rowid: ffi::sqlite3_int64,
+    _new_rowid: ffi::sqlite3_int64,
+) {
+    // SAFETY: SQLite passes `db` of the running statement. An incremental
+    // BLOB write arrives as a DELETE with this set to the column written.
+    let blob = unsafe { ffi::sqlite3_preupdate_blobwrite(db) };
+    let op = match op {
+        _ if blob >= 0 => Op::BlobWrite(blob),
+        ffi::SQLITE_INSERT => Op::Insert,
+        ffi::SQLITE_DELETE => Op::Delete,
+        ffi::SQLITE_UPDATE => Op::Update,
+        _ => return,
+    };
+    // SAFETY: SQLite passes NUL-terminated names valid during the call.
+    let (schema, table) = unsafe { (CStr::from_ptr(schema), CStr::from_ptr(table)) };
+    let event = Event {
+        db,
+        op,
+        schema: schema.to_bytes(),
+        table: table.to_bytes(),
+    };
+    // SAFETY: `ctx` is the `Callback` registered by `install`, alive until
+    // the hook is unregistered; SQLite calls the hook from one thread at a
+    // time per connection.
+    let f = unsafe { &mut *ctx.cast::<Callback>() };
+    // A panic must never unwind into C; the callback faults its planes
+    // itself, so there is nothing more to do here.
+    let _ = catch_unwind(AssertUnwindSafe(|| f(&event)));
 }

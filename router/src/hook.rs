@@ -6,12 +6,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
 use pleroma_plane::{JointKey, MeasureValue, Snapshot};
-use rusqlite::hooks::{Action, PreUpdateCase};
 use rusqlite::types::{Value, ValueRef};
 use smallvec::SmallVec;
 
 use crate::catalog::{apply_row, PlaneEntry, Role};
 use crate::connection::Rows;
+use crate::ffi::{Event, Op, PreUpdateHook};
 
 /// Flags the hooks raise during one statement.
 #[derive(Clone, Copy, Debug, Default)]
@@ -196,14 +196,19 @@ impl Shared {
         }
     }
 
-    fn on_change(&mut self, db: &str, table: &str, case: &PreUpdateCase) {
-        if db != "main" && !self.main_aliases.iter().any(|a| a.eq_ignore_ascii_case(db)) {
+    fn on_change(&mut self, ev: &Event<'_>) {
+        if ev.schema != b"main"
+            && !self
+                .main_aliases
+                .iter()
+                .any(|a| a.as_bytes().eq_ignore_ascii_case(ev.schema))
+        {
             return;
         }
         let (mut hit, mut dim_side) = (false, false);
         let mut log = self.undo.recording.then_some(&mut self.undo);
         for (i, entry) in self.entries.iter_mut().enumerate() {
-            if entry.def.table == table || entry.def.table.eq_ignore_ascii_case(table) {
+            if entry.def.table.as_bytes().eq_ignore_ascii_case(ev.table) {
                 hit = true;
                 dim_side |= matches!(entry.def.role, Role::LimbDim(_));
                 if crate::mutation::active("stale_limb")
@@ -211,7 +216,7 @@ impl Shared {
                 {
                     continue;
                 }
-                feed(entry, i, case, log.as_deref_mut());
+                feed(entry, i, ev, log.as_deref_mut());
             }
         }
         if hit {
@@ -284,46 +289,35 @@ struct Undo {
 }
 
 /// Apply one row event to one plane.
-fn feed(entry: &mut PlaneEntry, idx: usize, case: &PreUpdateCase, mut log: Option<&mut UndoLog>) {
-    let r = catch_unwind(AssertUnwindSafe(|| match case {
-        PreUpdateCase::Insert(new) => apply(
-            entry,
-            idx,
-            1,
-            |c| new.get_new_column_value(c),
-            log.as_deref_mut(),
-        ),
-        PreUpdateCase::Delete(old) => {
+fn feed(entry: &mut PlaneEntry, idx: usize, ev: &Event<'_>, mut log: Option<&mut UndoLog>) {
+    let old = |c: i32| ev.old(c).ok_or(rusqlite::Error::InvalidColumnIndex(c as usize));
+    let new = |c: i32| ev.new(c).ok_or(rusqlite::Error::InvalidColumnIndex(c as usize));
+    let r = catch_unwind(AssertUnwindSafe(|| match ev.op {
+        Op::Insert => apply(entry, idx, 1, new, log.as_deref_mut()),
+        Op::Delete => {
             if !crate::mutation::active("missed_delete") {
-                apply(
-                    entry,
-                    idx,
-                    -1,
-                    |c| old.get_old_column_value(c),
-                    log.as_deref_mut(),
-                );
+                apply(entry, idx, -1, old, log.as_deref_mut());
             }
         }
-        PreUpdateCase::Update {
-            old_value_accessor: old,
-            new_value_accessor: new,
-        } => {
-            apply(
-                entry,
-                idx,
-                -1,
-                |c| old.get_old_column_value(c),
-                log.as_deref_mut(),
-            );
-            apply(
-                entry,
-                idx,
-                1,
-                |c| new.get_new_column_value(c),
-                log.as_deref_mut(),
-            );
+        Op::Update => {
+            apply(entry, idx, -1, old, log.as_deref_mut());
+            apply(entry, idx, 1, new, log.as_deref_mut());
         }
-        PreUpdateCase::Unknown => entry.plane.set_fault("unknown pre-update event".into()),
+        // Incremental BLOB I/O can rewrite a TEXT value in place, and the
+        // hook is not told the new value. A measure holding TEXT or BLOB is
+        // foreign before and after, so only a dimension matters.
+        Op::BlobWrite(col) => {
+            if entry.dim_cols.contains(&col) {
+                let name = entry.columns.get(col as usize).cloned().unwrap_or_default();
+                entry.plane.set_fault(format!(
+                    "incremental BLOB I/O wrote dimension {name}; PRAGMA pleroma_rebuild('{}')",
+                    entry.def.table
+                ));
+                if let Some(u) = log {
+                    u.overflowed = true;
+                }
+            }
+        }
     }));
     if r.is_err() {
         entry.plane.set_fault("a panic in the change hook".into());
@@ -390,18 +384,18 @@ fn apply<'a>(
     }
 }
 
-/// Register the hooks on `db`, feeding `shared`.
+/// Register the hooks on `db`, feeding `shared`. The returned guard owns
+/// the pre-update hook and must drop before `db` closes.
 pub(crate) fn install(
     db: &mut rusqlite::Connection,
     shared: &Arc<Mutex<Shared>>,
-) -> rusqlite::Result<()> {
+) -> crate::Result<PreUpdateHook> {
     let s = shared.clone();
-    db.preupdate_hook(Some(
-        move |_a: Action, db: &str, table: &str, case: &PreUpdateCase| {
-            let mut g = s.lock().unwrap_or_else(|e| e.into_inner());
-            g.on_change(db, table, case);
-        },
-    ))?;
+    let pre = PreUpdateHook::install(db, move |ev| {
+        let mut g = s.lock().unwrap_or_else(|e| e.into_inner());
+        g.on_change(ev);
+    })
+    .map_err(crate::Error::Setup)?;
     let s = shared.clone();
     db.commit_hook(Some(move || {
         s.lock().unwrap_or_else(|e| e.into_inner()).flags.committed = true;
@@ -414,11 +408,12 @@ pub(crate) fn install(
             .flags
             .rolled_back = true;
     }))?;
-    Ok(())
+    Ok(pre)
 }
 
+/// Unregister the commit and rollback hooks (the pre-update hook goes with
+/// its guard).
 pub(crate) fn uninstall(db: &mut rusqlite::Connection) {
-    let _ = db.preupdate_hook(None::<fn(Action, &str, &str, &PreUpdateCase)>);
     let _ = db.commit_hook(None::<fn() -> bool>);
     let _ = db.rollback_hook(None::<fn()>);
 }
