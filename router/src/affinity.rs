@@ -20,6 +20,22 @@ pub(crate) enum Affinity {
 }
 
 impl Affinity {
+    /// The affinity of a column declared `decl` in a table that is STRICT
+    /// or not: in a STRICT table `ANY` means no affinity at all, where the
+    /// ordinary rules would give it NUMERIC.
+    pub fn of_column(decl: &str, strict: bool) -> Affinity {
+        if strict
+            && decl.trim().eq_ignore_ascii_case("ANY")
+            && !crate::mutation::active("strict_any_numeric")
+        {
+            Affinity::Blob
+        } else {
+            Affinity::of_decl(decl)
+        }
+    }
+
+    /// The affinity of a declared type by SQLite's five rules (not for
+    /// STRICT tables: see [`Affinity::of_column`]).
     pub fn of_decl(decl: &str) -> Affinity {
         let d = decl.to_ascii_uppercase();
         if d.contains("INT") {

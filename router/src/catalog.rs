@@ -1,7 +1,9 @@
 //! Plane definitions: validation, the catalog table in the database, and
 //! building a plane from the table's rows.
 
-use pleroma_plane::{DimRef, JointKey, MeasureValue, Plane, PlaneConfig};
+use std::sync::Arc;
+
+use pleroma_plane::{DimRef, JointKey, MeasureValue, Plane, PlaneConfig, Snapshot};
 use rusqlite::types::ValueRef;
 use smallvec::SmallVec;
 
@@ -45,9 +47,11 @@ pub(crate) struct LimbDef {
 /// Most distinct keys of a limb.
 pub(crate) const LIMB_CAP: usize = 4095;
 
-/// A plane attached to a table, with what the hook needs to feed it.
-pub(crate) struct PlaneEntry {
-    pub def: PlaneDef,
+/// Where a plane's columns sit in its table, as the schema says now. Part
+/// of what a snapshot saves: a schema change rolled back brings the old
+/// positions back with the old cells.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ColumnMap {
     /// Column index in the table of each dimension and measure.
     pub dim_cols: Vec<i32>,
     pub meas_cols: Vec<i32>,
@@ -55,14 +59,46 @@ pub(crate) struct PlaneEntry {
     pub dim_aff: Vec<Affinity>,
     /// Every column of the table, in order (for messages).
     pub columns: Vec<String>,
+}
+
+/// A plane attached to a table, with what the hook needs to feed it.
+pub(crate) struct PlaneEntry {
+    pub def: PlaneDef,
+    pub cols: Arc<ColumnMap>,
     pub plane: Plane,
     /// Out of service for a reason outside the cells (schema changes).
+    /// Part of what a snapshot saves, like the cells' own fault.
     pub broken: Option<String>,
     pub served: u64,
     pub declined: u64,
 }
 
+/// Everything of an entry that a write, a schema change or a rebuild can
+/// change, saved in O(1): what ROLLBACK and ROLLBACK TO restore.
+#[derive(Clone)]
+pub(crate) struct EntrySnapshot {
+    plane: Snapshot,
+    cols: Arc<ColumnMap>,
+    broken: Option<String>,
+}
+
 impl PlaneEntry {
+    pub fn snapshot(&self) -> EntrySnapshot {
+        EntrySnapshot {
+            plane: self.plane.snapshot(),
+            cols: self.cols.clone(),
+            broken: self.broken.clone(),
+        }
+    }
+
+    pub fn restore(&mut self, s: &EntrySnapshot) {
+        self.plane.restore(&s.plane);
+        if !crate::mutation::active("schema_not_restored") {
+            self.cols = s.cols.clone();
+            self.broken = s.broken.clone();
+        }
+    }
+
     pub fn out_of_service(&self) -> Option<String> {
         self.broken
             .clone()
@@ -74,18 +110,40 @@ struct ColumnInfo {
     name: String,
     decl: String,
     hidden: i64,
+    /// The column's affinity, by its table's rules (STRICT or not).
+    aff: Affinity,
+    /// The column's collation (`BINARY` when none is declared).
+    coll: String,
 }
 
 fn table_columns(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec<ColumnInfo>> {
+    let strict: bool = db
+        .query_row(
+            "SELECT strict FROM pragma_table_list WHERE schema = 'main' AND name = ?1",
+            [table],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|s| s != 0)
+        .unwrap_or(false);
     let mut stmt = db.prepare("SELECT name, type, hidden FROM pragma_table_xinfo(?1, 'main')")?;
     let rows = stmt.query_map([table], |r| {
+        let decl: String = r.get(1)?;
         Ok(ColumnInfo {
             name: r.get(0)?,
-            decl: r.get(1)?,
+            aff: Affinity::of_column(&decl, strict),
+            decl,
             hidden: r.get(2)?,
+            coll: String::new(),
         })
     })?;
-    rows.collect()
+    let mut cols: Vec<ColumnInfo> = rows.collect::<rusqlite::Result<_>>()?;
+    for c in cols.iter_mut().filter(|c| c.hidden != 1) {
+        let (_, coll, ..) = db.column_metadata(Some("main"), table, c.name.as_str())?;
+        c.coll = coll
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "BINARY".into());
+    }
+    Ok(cols)
 }
 
 /// The table's own spelling of its name, if it is a table in `main`.
@@ -152,21 +210,17 @@ pub(crate) fn validate_def(
         .map(|m| resolve(m, "measure"))
         .collect::<Result<Vec<_>, _>>()?;
     for d in &dims {
-        let decl = &cols.iter().find(|c| &c.name == d).expect("resolved").decl;
-        if Affinity::of_decl(decl) == Affinity::Real {
+        let c = cols.iter().find(|c| &c.name == d).expect("resolved");
+        if c.aff == Affinity::Real {
             return Err(format!(
-                "pleroma_attach: dimension {d} is declared {decl} (REAL affinity); dimensions hold INTEGER, TEXT or NULL"
+                "pleroma_attach: dimension {d} is declared {} (REAL affinity); dimensions hold INTEGER, TEXT or NULL",
+                c.decl
             ));
         }
-        let (_, coll, ..) = db
-            .column_metadata(Some("main"), name.as_str(), d.as_str())
-            .map_err(sql_err)?;
-        let coll = coll
-            .map(|c| c.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "BINARY".into());
-        if !coll.eq_ignore_ascii_case("BINARY") {
+        if !c.coll.eq_ignore_ascii_case("BINARY") {
             return Err(format!(
-                "pleroma_attach: dimension {d} has collation {coll}; only BINARY is supported"
+                "pleroma_attach: dimension {d} has collation {}; only BINARY is supported",
+                c.coll
             ));
         }
     }
@@ -266,7 +320,7 @@ pub(crate) fn limb_defs(
     let mut dim_measures = Vec::new();
     for c in dim_cols
         .iter()
-        .filter(|c| c.name != dk.name && Affinity::of_decl(&c.decl) == Affinity::Integer)
+        .filter(|c| c.name != dk.name && c.aff == Affinity::Integer)
     {
         let sql = format!(
             "SELECT count(*) FROM main.{} WHERE typeof({}) NOT IN ('integer', 'null')",
@@ -342,10 +396,7 @@ pub(crate) fn build_entry(db: &rusqlite::Connection, def: PlaneDef) -> PlaneEntr
     let mut config = PlaneConfig::new(def.dims.clone(), def.measures.clone());
     config.cap = def.cap;
     let mut entry = PlaneEntry {
-        dim_cols: Vec::new(),
-        meas_cols: Vec::new(),
-        dim_aff: Vec::new(),
-        columns: Vec::new(),
+        cols: Arc::default(),
         plane: Plane::new(config),
         broken: None,
         served: 0,
@@ -386,27 +437,38 @@ fn resolve_columns(db: &rusqlite::Connection, entry: &mut PlaneEntry) -> Result<
             .map(|i| i as i32)
             .ok_or_else(|| format!("column {t}.{name} no longer exists"))
     };
-    entry.dim_cols = entry
+    let dim_cols: Vec<i32> = entry
         .def
         .dims
         .iter()
         .map(|d| idx(d))
         .collect::<Result<_, _>>()?;
-    entry.meas_cols = entry
+    let meas_cols = entry
         .def
         .measures
         .iter()
         .map(|m| idx(m))
         .collect::<Result<_, _>>()?;
-    entry.dim_aff = entry
-        .dim_cols
-        .iter()
-        .map(|&i| Affinity::of_decl(&cols[i as usize].decl))
-        .collect();
-    if entry.dim_aff.contains(&Affinity::Real) {
+    let dim_aff: Vec<Affinity> = dim_cols.iter().map(|&i| cols[i as usize].aff).collect();
+    if dim_aff.contains(&Affinity::Real) {
         return Err("a dimension now has REAL affinity".into());
     }
-    entry.columns = cols.into_iter().map(|c| c.name).collect();
+    // Dimensions (and so limb keys) compare by BINARY only: the plane's
+    // dictionary tells values apart byte for byte.
+    if let Some(c) = dim_cols.iter().map(|&i| &cols[i as usize]).find(|c| {
+        !c.coll.eq_ignore_ascii_case("BINARY") && !crate::mutation::active("collation_ignored")
+    }) {
+        return Err(format!(
+            "column {t}.{} has collation {}; only BINARY is supported",
+            c.name, c.coll
+        ));
+    }
+    entry.cols = Arc::new(ColumnMap {
+        dim_cols,
+        meas_cols,
+        dim_aff,
+        columns: cols.into_iter().map(|c| c.name).collect(),
+    });
     Ok(())
 }
 

@@ -308,7 +308,7 @@ fn plan(shared: &Shared, sql: &str, columns: Vec<String>, param_count: usize) ->
         alias,
         dims: entry.def.dims.clone(),
         measures: entry.def.measures.clone(),
-        dim_aff: entry.dim_aff.clone(),
+        dim_aff: entry.cols.dim_aff.clone(),
         aggs: Vec::new(),
         params: Params::default(),
         group_by: Vec::new(),
@@ -1139,7 +1139,7 @@ fn join_plan(shared: &Shared, sql: &str, columns: Vec<String>, param_count: usiz
     let (fi, di, fact_alias, dim_alias) = found.ok_or("no limb on this join's key")?;
     let fact = shared.entry(fi);
     let dim = shared.entry(di);
-    let (fa, da) = (fact.dim_aff[0], dim.dim_aff[0]);
+    let (fa, da) = (fact.cols.dim_aff[0], dim.cols.dim_aff[0]);
     if fa != da || !matches!(fa, Affinity::Integer | Affinity::Text) {
         return Err("a join between keys of different affinity".into());
     }
@@ -1148,13 +1148,13 @@ fn join_plan(shared: &Shared, sql: &str, columns: Vec<String>, param_count: usiz
         alias: fact_alias,
         dims: fact.def.dims.clone(),
         measures: fact.def.measures.clone(),
-        dim_aff: fact.dim_aff.clone(),
+        dim_aff: fact.cols.dim_aff.clone(),
         aggs: Vec::new(),
         params: Params::default(),
         group_by: Vec::new(),
     };
     // A bare name of a dimension-table column is that table's.
-    let dim_cols = &dim.columns;
+    let dim_cols = &dim.cols.columns;
     let on_dim_side = |e: &Expr| match column_ref(e) {
         Some((Some(q), c)) if q.eq_ignore_ascii_case(&dim_alias) => Some(c.to_owned()),
         Some((None, c)) if dim_cols.iter().any(|d| d.eq_ignore_ascii_case(c)) => Some(c.to_owned()),

@@ -16,6 +16,7 @@ use crate::rules::answer_from_cells::{self, Outcome};
 use crate::rules::answer_from_limb;
 use crate::split::split_statements;
 use crate::txn::{self, StmtKind, TxnState};
+use crate::user_counters::UserCounters;
 use crate::{Error, Result};
 
 /// How a statement that the planes did not answer runs on SQLite.
@@ -49,6 +50,8 @@ pub struct Connection {
     data_version: i64,
     /// Exact answers of served statements, by SQL text and parameters.
     memo: LruCache<String, Memo>,
+    /// Keeps the catalog writes out of the user's `changes()` and friends.
+    user_counters: UserCounters,
 }
 
 /// How many answers the memo keeps.
@@ -76,6 +79,7 @@ impl Connection {
     /// Pleroma takes the pre-update, commit and rollback hooks).
     pub fn wrap(mut db: rusqlite::Connection) -> Result<Connection> {
         crate::sum_exact::register(&db)?;
+        let user_counters = UserCounters::register(&db)?;
         let shared = Arc::new(Mutex::new(Shared::default()));
         let pre_hook = Some(hook::install(&mut db, &shared)?);
         let mut conn = Connection {
@@ -89,6 +93,7 @@ impl Connection {
             counters: Counters::default(),
             data_version: 0,
             memo: LruCache::new(MEMO_CAPACITY),
+            user_counters,
         };
         conn.data_version = conn.read_data_version()?;
         let defs = catalog::load(&conn.db)?;
@@ -393,7 +398,11 @@ impl Connection {
                 catalog::rebuild_all(db, shared);
             }
         };
+        // Undoing a schema change inside the transaction changes what a
+        // statement's text means again.
+        let mut schema_undone = false;
         if flags.rolled_back {
+            schema_undone = self.txn.schema_changed;
             // SQLite rolled back a whole transaction: the explicit one, or
             // the statement's own implicit one.
             if crate::mutation::active("ignore_rollback") {
@@ -432,6 +441,7 @@ impl Connection {
                 }
                 StmtKind::Release(name) => self.txn.release(name),
                 StmtKind::RollbackTo(name) => {
+                    schema_undone = self.txn.schema_changed;
                     if let Some(snaps) = self.txn.rollback_to(name) {
                         if self.txn.stale {
                             catalog::rebuild_all(&self.db, &mut shared);
@@ -443,10 +453,13 @@ impl Connection {
                 _ => {}
             }
         }
+        if kind.is_schema_change() && !now_auto {
+            self.txn.schema_changed = true;
+        }
         if now_auto {
             self.txn.clear();
         }
-        if kind.is_schema_change() {
+        if kind.is_schema_change() || schema_undone {
             catalog::reverify_all(&self.db, &mut shared);
             drop(shared);
             self.forget_plans();
@@ -480,7 +493,8 @@ impl Connection {
                     return Err(Error::Pragma(format!("pleroma_attach: {reason}")));
                 }
                 catalog::check_measures(&self.db, &entry).map_err(Error::Pragma)?;
-                catalog::store(&self.db, &def)?;
+                self.user_counters
+                    .hidden(&self.db, || catalog::store(&self.db, &def))?;
                 self.lock().add(entry);
                 self.after_catalog_change(version);
                 Ok(Rows::default())
@@ -520,7 +534,8 @@ impl Connection {
                         return Err(Error::Pragma(format!("pleroma_limb: {reason}")));
                     }
                 }
-                catalog::store_limb(&self.db, &limb)?;
+                self.user_counters
+                    .hidden(&self.db, || catalog::store_limb(&self.db, &limb))?;
                 {
                     let mut shared = self.lock();
                     shared.add(f);
@@ -532,8 +547,11 @@ impl Connection {
             Pragma::Detach { table } => {
                 self.require_no_txn("pleroma_detach")?;
                 let name = self.known_table(&table, "pleroma_detach")?;
-                catalog::remove(&self.db, &name)?;
-                catalog::remove_limbs(&self.db, &name)?;
+                // The one-row catalog delete goes last (see `UserCounters`).
+                self.user_counters.hidden(&self.db, || {
+                    catalog::remove_limbs(&self.db, &name)?;
+                    catalog::remove(&self.db, &name)
+                })?;
                 self.lock().remove(&name);
                 self.forget_plans();
                 Ok(Rows::default())

@@ -61,7 +61,7 @@ pub(crate) struct Event<'a> {
 
 impl Event<'_> {
     /// Column `i` of the row before the change (DELETE, UPDATE).
-    pub fn old(&self, i: i32) -> Option<ValueRef<'_>> {
+    pub fn old_value(&self, i: i32) -> Option<ValueRef<'_>> {
         let mut v: *mut ffi::sqlite3_value = std::ptr::null_mut();
         // SAFETY: `self.db` is the connection SQLite passed to the running
         // pre-update callback, the only place an `Event` exists; SQLite
@@ -73,11 +73,11 @@ impl Event<'_> {
     }
 
     /// Column `i` of the row after the change (INSERT, UPDATE).
-    pub fn new(&self, i: i32) -> Option<ValueRef<'_>> {
+    pub fn new_value(&self, i: i32) -> Option<ValueRef<'_>> {
         let mut v: *mut ffi::sqlite3_value = std::ptr::null_mut();
-        // SAFETY: as in `old`.
+        // SAFETY: as in `old_value`.
         let rc = unsafe { ffi::sqlite3_preupdate_new(self.db, i, &mut v) };
-        // SAFETY: as in `old`.
+        // SAFETY: as in `old_value`.
         (rc == ffi::SQLITE_OK).then(|| unsafe { value_ref(v) })
     }
 }
@@ -199,4 +199,21 @@ unsafe extern "C" fn trampoline(
     // A panic must never unwind into C; the callback faults its planes
     // itself, so there is nothing more to do here.
     let _ = catch_unwind(AssertUnwindSafe(|| f(&event)));
+}
+
+/// Set what `last_insert_rowid()` returns (Pleroma's own catalog writes
+/// must not move it).
+pub(crate) fn set_last_insert_rowid(db: &rusqlite::Connection, rowid: i64) {
+    // SAFETY: the handle belongs to the open connection `db`, and
+    // sqlite3_set_last_insert_rowid only stores the value.
+    unsafe { ffi::sqlite3_set_last_insert_rowid(db.handle(), rowid) }
+}
+
+/// `(changes, total_changes)` of the connection running a SQL function.
+pub(crate) fn counters_of(ctx: &rusqlite::functions::Context<'_>) -> rusqlite::Result<(i64, i64)> {
+    // SAFETY: the connection reference lives only for this call, inside the
+    // function SQLite is running on that connection, and is used only to
+    // read its counters.
+    let conn = unsafe { ctx.get_connection()? };
+    Ok((conn.changes() as i64, conn.total_changes() as i64))
 }

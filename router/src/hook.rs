@@ -5,11 +5,11 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
-use pleroma_plane::{JointKey, MeasureValue, Snapshot};
+use pleroma_plane::{JointKey, MeasureValue};
 use rusqlite::types::{Value, ValueRef};
 use smallvec::SmallVec;
 
-use crate::catalog::{apply_row, PlaneEntry, Role};
+use crate::catalog::{apply_row, EntrySnapshot, PlaneEntry, Role};
 use crate::connection::Rows;
 use crate::ffi::{Event, Op, PreUpdateHook};
 
@@ -37,7 +37,7 @@ pub(crate) struct Shared {
 }
 
 /// One snapshot per plane, in `entries` order.
-pub(crate) type Snapshots = Vec<Snapshot>;
+pub(crate) type Snapshots = Vec<EntrySnapshot>;
 
 impl Shared {
     pub fn is_empty(&self) -> bool {
@@ -108,7 +108,7 @@ impl Shared {
         std::mem::take(&mut self.flags)
     }
     pub fn snapshots(&self) -> Snapshots {
-        self.entries.iter().map(|e| e.plane.snapshot()).collect()
+        self.entries.iter().map(PlaneEntry::snapshot).collect()
     }
     pub fn restore(&mut self, snaps: &Snapshots) {
         if snaps.len() != self.entries.len() {
@@ -121,7 +121,7 @@ impl Shared {
             return;
         }
         for (e, s) in self.entries.iter_mut().zip(snaps) {
-            e.plane.restore(s);
+            e.restore(s);
         }
         self.bump_writes();
     }
@@ -290,8 +290,14 @@ struct Undo {
 
 /// Apply one row event to one plane.
 fn feed(entry: &mut PlaneEntry, idx: usize, ev: &Event<'_>, mut log: Option<&mut UndoLog>) {
-    let old = |c: i32| ev.old(c).ok_or(rusqlite::Error::InvalidColumnIndex(c as usize));
-    let new = |c: i32| ev.new(c).ok_or(rusqlite::Error::InvalidColumnIndex(c as usize));
+    let old = |c: i32| {
+        ev.old_value(c)
+            .ok_or(rusqlite::Error::InvalidColumnIndex(c as usize))
+    };
+    let new = |c: i32| {
+        ev.new_value(c)
+            .ok_or(rusqlite::Error::InvalidColumnIndex(c as usize))
+    };
     let r = catch_unwind(AssertUnwindSafe(|| match ev.op {
         Op::Insert => apply(entry, idx, 1, new, log.as_deref_mut()),
         Op::Delete => {
@@ -307,8 +313,13 @@ fn feed(entry: &mut PlaneEntry, idx: usize, ev: &Event<'_>, mut log: Option<&mut
         // hook is not told the new value. A measure holding TEXT or BLOB is
         // foreign before and after, so only a dimension matters.
         Op::BlobWrite(col) => {
-            if entry.dim_cols.contains(&col) {
-                let name = entry.columns.get(col as usize).cloned().unwrap_or_default();
+            if entry.cols.dim_cols.contains(&col) {
+                let name = entry
+                    .cols
+                    .columns
+                    .get(col as usize)
+                    .cloned()
+                    .unwrap_or_default();
                 entry.plane.set_fault(format!(
                     "incremental BLOB I/O wrote dimension {name}; PRAGMA pleroma_rebuild('{}')",
                     entry.def.table
@@ -335,13 +346,8 @@ fn apply<'a>(
     if entry.broken.is_some() || entry.plane.fault().is_some() {
         return;
     }
-    let PlaneEntry {
-        plane,
-        dim_cols,
-        meas_cols,
-        columns,
-        ..
-    } = entry;
+    let PlaneEntry { plane, cols, .. } = entry;
+    let (dim_cols, meas_cols, columns) = (&cols.dim_cols, &cols.meas_cols, &cols.columns);
     let nd = dim_cols.len();
     let col = |k: usize| {
         if k < nd {

@@ -32,6 +32,7 @@ mod rules;
 pub mod split;
 mod sum_exact;
 mod txn;
+mod user_counters;
 
 pub use connection::{Connection, Rows};
 pub use error::Error;

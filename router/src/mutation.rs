@@ -37,6 +37,10 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     "null_order",
     "avg_as_integer_division",
     "ignore_rollback",
+    "strict_any_numeric",
+    "schema_not_restored",
+    "collation_ignored",
+    "counters_moved",
 ];
 
 /// The join limb's and the memo's mutations.

@@ -34,6 +34,9 @@ pub(crate) struct TxnState {
     /// had committed): the snapshots above predate that commit, so undoing
     /// to them means rebuilding instead.
     pub stale: bool,
+    /// A schema statement ran inside this transaction: undoing it changes
+    /// what statement texts mean, so cached classifications go.
+    pub schema_changed: bool,
 }
 
 impl TxnState {
@@ -41,6 +44,7 @@ impl TxnState {
         self.base = None;
         self.saves.clear();
         self.stale = false;
+        self.schema_changed = false;
     }
 
     /// RELEASE: drop the newest savepoint of that name and all above it.

@@ -374,7 +374,7 @@ fn or(a: Truth, b: Truth) -> Truth {
 /// A WHERE predicate as per-code truth tables.
 pub(crate) fn build_pred(entry: &PlaneEntry, e: &PExpr, params: &[Value]) -> R<Pred> {
     let conv = |dim: usize, o: &Operand| -> R<Value> {
-        convert_operand(entry.dim_aff[dim], &resolve(o, params)).ok_or_else(|| {
+        convert_operand(entry.cols.dim_aff[dim], &resolve(o, params)).ok_or_else(|| {
             format!(
                 "a {} compared with a value whose conversion is not certain",
                 entry.def.dims[dim]

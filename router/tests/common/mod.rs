@@ -84,3 +84,42 @@ pub fn int(i: i64) -> Value {
 pub fn text(s: &str) -> Value {
     Value::Text(s.into())
 }
+
+/// Run `script` statement by statement on a Pleroma connection and on plain
+/// SQLite (which skips the `pleroma_*` PRAGMAs), comparing every SELECT's
+/// rows and every statement's success or error text. Returns each SELECT's
+/// route, in order, and the errors of the PRAGMAs.
+pub fn twin_script(
+    pl: &mut Connection,
+    sq: &rusqlite::Connection,
+    script: &str,
+) -> (Vec<RouteKind>, Vec<String>) {
+    let (mut routes, mut pragma_errors) = (Vec::new(), Vec::new());
+    for r in pleroma::split::statements(script) {
+        let s = script[r].trim();
+        if s.to_ascii_lowercase().starts_with("pragma pleroma") {
+            if let Err(e) = pl.execute_batch(s) {
+                pragma_errors.push(e.to_string());
+            }
+            continue;
+        }
+        if s.to_ascii_uppercase().starts_with("SELECT") {
+            let a = pl.query(s, &[]).map(|r| r.rows).map_err(|e| e.to_string());
+            let b = sqlite_rows(sq, s, &[]);
+            assert_eq!(a, b, "{s} (route {:?})", pl.last_route());
+            routes.push(pl.last_route().kind);
+        } else {
+            let a = pl.execute_batch(s).map_err(|e| e.to_string());
+            let b = sq.execute_batch(s).map_err(|e| e.to_string());
+            assert_eq!(a, b, "{s}");
+        }
+    }
+    (routes, pragma_errors)
+}
+
+/// [`twin_script`] on two fresh in-memory databases.
+pub fn twin(script: &str) -> (Vec<RouteKind>, Vec<String>) {
+    let mut pl = Connection::open_in_memory().unwrap();
+    let sq = rusqlite::Connection::open_in_memory().unwrap();
+    twin_script(&mut pl, &sq, script)
+}

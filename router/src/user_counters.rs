@@ -1,0 +1,88 @@
+//! Pleroma's own bookkeeping is invisible to the user's connection counters.
+//!
+//! The catalog writes of `pleroma_attach`, `pleroma_limb` and
+//! `pleroma_detach` are real row changes on the user's connection, which
+//! would move `last_insert_rowid()`, `changes()` and `total_changes()`.
+//! After them the router puts `last_insert_rowid` back
+//! (`sqlite3_set_last_insert_rowid`) and overrides the two SQL functions
+//! `changes()` and `total_changes()` (an application function of the same
+//! name and arity overrides a built-in one):
+//!
+//! - `total_changes()` is SQLite's count minus the rows Pleroma changed;
+//! - `changes()` is the user's value from before the bookkeeping for as long
+//!   as no statement of the user's has set it since. Every bookkeeping step
+//!   ends with a write of exactly one row, and a user statement either
+//!   changes rows (so `total_changes` moves) or sets `changes` to 0, so
+//!   "both still as the bookkeeping left them" identifies that state.
+
+use std::sync::{Arc, Mutex};
+
+use rusqlite::functions::FunctionFlags;
+
+#[derive(Default)]
+struct Adjust {
+    /// Rows changed by Pleroma's own writes on this connection.
+    ours: i64,
+    /// `(the user's changes(), total and changes right after our write)`.
+    hidden: Option<(i64, i64, i64)>,
+}
+
+impl Adjust {
+    fn changes(&self, (changes, total): (i64, i64)) -> i64 {
+        match self.hidden {
+            Some((user, t, c)) if t == total && c == changes => user,
+            _ => changes,
+        }
+    }
+}
+
+/// The counters' corrections for one connection.
+#[derive(Clone, Default)]
+pub(crate) struct UserCounters(Arc<Mutex<Adjust>>);
+
+impl UserCounters {
+    /// Register the overriding `changes()` and `total_changes()` on `db`.
+    pub fn register(db: &rusqlite::Connection) -> rusqlite::Result<UserCounters> {
+        let me = UserCounters::default();
+        let flags = FunctionFlags::SQLITE_UTF8;
+        let a = me.0.clone();
+        db.create_scalar_function("changes", 0, flags, move |ctx| {
+            let now = crate::ffi::counters_of(ctx)?;
+            Ok(a.lock().unwrap_or_else(|e| e.into_inner()).changes(now))
+        })?;
+        let a = me.0.clone();
+        db.create_scalar_function("total_changes", 0, flags, move |ctx| {
+            let (_, total) = crate::ffi::counters_of(ctx)?;
+            Ok(total - a.lock().unwrap_or_else(|e| e.into_inner()).ours)
+        })?;
+        Ok(me)
+    }
+
+    /// Run Pleroma's own writes `f` so that the user's counters do not see
+    /// them. `f` must end with a statement that changes exactly one row.
+    pub fn hidden<T>(
+        &self,
+        db: &rusqlite::Connection,
+        f: impl FnOnce() -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        let rowid = db.last_insert_rowid();
+        let before = (db.changes() as i64, db.total_changes() as i64);
+        let user = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .changes(before);
+        let r = f();
+        let after = (db.changes() as i64, db.total_changes() as i64);
+        crate::ffi::set_last_insert_rowid(db, rowid);
+        if crate::mutation::active("counters_moved") {
+            return r;
+        }
+        let mut a = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        a.ours += after.1 - before.1;
+        if after != before {
+            a.hidden = Some((user, after.1, after.0));
+        }
+        r
+    }
+}

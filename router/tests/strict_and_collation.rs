@@ -1,0 +1,82 @@
+//! Affinity and collation follow SQLite's rules for every declared type and
+//! on both sides of a join (issue #10, items 1 and 4).
+
+mod common;
+use common::*;
+use pleroma::RouteKind;
+
+#[test]
+fn a_strict_any_column_has_no_affinity() {
+    let (routes, _) = twin(
+        "CREATE TABLE t(d ANY, m INTEGER) STRICT;
+         INSERT INTO t VALUES (5, 1), ('5', 2), (5.0, 4), ('x', 8);
+         SELECT COUNT(*), SUM(m) FROM t WHERE d = '5';
+         PRAGMA pleroma_attach('t', 'd', 'm');
+         SELECT COUNT(*), SUM(m) FROM t WHERE d = '5';
+         SELECT COUNT(*), SUM(m) FROM t WHERE d = 5;
+         SELECT COUNT(*), SUM(m) FROM t WHERE d IN ('5', 'x');
+         SELECT d, COUNT(*) FROM t GROUP BY d ORDER BY d;",
+    );
+    assert_eq!(routes.len(), 5);
+}
+
+#[test]
+fn a_strict_integer_column_keeps_integer_affinity() {
+    let (routes, _) = twin(
+        "CREATE TABLE t(d INTEGER, m INT) STRICT;
+         INSERT INTO t VALUES (5, 1), ('6', 2);
+         PRAGMA pleroma_attach('t', 'd', 'm');
+         SELECT COUNT(*), SUM(m) FROM t WHERE d = '5';
+         SELECT COUNT(*), SUM(m) FROM t WHERE d = 6;",
+    );
+    assert_eq!(routes, [RouteKind::Plane, RouteKind::Plane]);
+}
+
+#[test]
+fn a_nocase_key_on_the_dimension_side_is_no_limb() {
+    let (routes, errors) = twin(
+        "CREATE TABLE parent(pk TEXT COLLATE NOCASE PRIMARY KEY, w INTEGER);
+         INSERT INTO parent VALUES ('a', 1);
+         CREATE TABLE t(d INTEGER, p TEXT, m INTEGER);
+         INSERT INTO t VALUES (1, 'a', 10), (1, 'A', 20);
+         PRAGMA pleroma_attach('t', 'd', 'm');
+         PRAGMA pleroma_limb('t', 'p', 'parent', 'pk');
+         SELECT COUNT(*), SUM(t.m), SUM(parent.w) FROM t JOIN parent ON parent.pk = t.p;",
+    );
+    assert_eq!(routes, [RouteKind::Engine]);
+    assert!(errors[0].contains("collation NOCASE"), "{errors:?}");
+}
+
+#[test]
+fn a_nocase_key_on_the_fact_side_is_no_limb() {
+    let (routes, errors) = twin(
+        "CREATE TABLE parent(pk TEXT PRIMARY KEY, w INTEGER);
+         INSERT INTO parent VALUES ('a', 1), ('A', 3);
+         CREATE TABLE t(d INTEGER, p TEXT COLLATE NOCASE, m INTEGER);
+         INSERT INTO t VALUES (1, 'a', 10), (1, 'A', 20);
+         PRAGMA pleroma_attach('t', 'd', 'm');
+         PRAGMA pleroma_limb('t', 'p', 'parent', 'pk');
+         SELECT COUNT(*), SUM(t.m), SUM(parent.w) FROM t JOIN parent ON t.p = parent.pk;",
+    );
+    assert_eq!(routes, [RouteKind::Engine]);
+    assert!(errors[0].contains("collation NOCASE"), "{errors:?}");
+}
+
+#[test]
+fn a_key_recreated_with_a_collation_takes_the_limb_out_of_service() {
+    let (routes, errors) = twin(
+        "CREATE TABLE parent(pk TEXT PRIMARY KEY, w INTEGER);
+         INSERT INTO parent VALUES ('a', 1);
+         CREATE TABLE t(d INTEGER, p TEXT, m INTEGER);
+         INSERT INTO t VALUES (1, 'a', 10), (1, 'A', 20);
+         PRAGMA pleroma_attach('t', 'd', 'm');
+         PRAGMA pleroma_limb('t', 'p', 'parent', 'pk');
+         SELECT COUNT(*), SUM(t.m), SUM(parent.w) FROM t JOIN parent ON parent.pk = t.p;
+         DROP TABLE parent;
+         CREATE TABLE parent(pk TEXT COLLATE NOCASE PRIMARY KEY, w INTEGER);
+         INSERT INTO parent VALUES ('a', 1);
+         SELECT COUNT(*), SUM(t.m), SUM(parent.w) FROM t JOIN parent ON parent.pk = t.p;",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(routes, [RouteKind::Plane, RouteKind::Engine]);
+}
