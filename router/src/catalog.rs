@@ -71,6 +71,11 @@ pub(crate) struct PlaneEntry {
     pub broken: Option<String>,
     pub served: u64,
     pub declined: u64,
+    /// Full rebuilds from the table since the plane was attached or opened,
+    /// their total time, and why the last one ran.
+    pub rebuilds: u64,
+    pub rebuild_ms: f64,
+    pub last_rebuild: Option<Rebuild>,
 }
 
 /// Everything of an entry that a write, a schema change or a rebuild can
@@ -401,6 +406,9 @@ pub(crate) fn build_entry(db: &rusqlite::Connection, def: PlaneDef) -> PlaneEntr
         broken: None,
         served: 0,
         declined: 0,
+        rebuilds: 0,
+        rebuild_ms: 0.0,
+        last_rebuild: None,
         def,
     };
     if let Err(reason) = resolve_columns(db, &mut entry) {
@@ -728,32 +736,68 @@ pub(crate) fn load(db: &rusqlite::Connection) -> rusqlite::Result<Vec<PlaneDef>>
     rows.collect()
 }
 
-/// Rebuild one plane from its table (after an external write or a failed
-/// statement, or on `pleroma_rebuild`).
-/// Every plane on `table` (its own and the limb sides), from the table.
-/// The plane of `table` and the limbs whose fact table it is (both sides).
-pub(crate) fn rebuild_one(db: &rusqlite::Connection, shared: &mut Shared, table: &str) {
+/// Why a plane was rebuilt from its table (shown by `pleroma_planes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rebuild {
+    /// Another connection or process committed (`data_version` moved).
+    External,
+    /// A statement failed inside a transaction that goes on: no hook says
+    /// how much SQLite kept.
+    FailedStatement,
+    /// An autocommit statement's undo log could not take it back.
+    Undo,
+    /// A savepoint or transaction was undone after an external rebuild.
+    StaleSnapshot,
+    /// `PRAGMA pleroma_rebuild`.
+    Requested,
+}
+
+impl Rebuild {
+    pub fn reason(self) -> &'static str {
+        match self {
+            Rebuild::External => "another connection or process committed",
+            Rebuild::FailedStatement => "a statement failed inside a transaction",
+            Rebuild::Undo => "a failed statement could not be undone from its log",
+            Rebuild::StaleSnapshot => "a rollback to a state older than an external commit",
+            Rebuild::Requested => "PRAGMA pleroma_rebuild",
+        }
+    }
+}
+
+/// Build `e` again from its table, keeping its counters.
+fn rebuild_entry(db: &rusqlite::Connection, e: &mut PlaneEntry, why: Rebuild) {
+    let start = std::time::Instant::now();
+    let mut fresh = build_entry(db, e.def.clone());
+    fresh.served = e.served;
+    fresh.declined = e.declined;
+    fresh.rebuilds = e.rebuilds + 1;
+    fresh.rebuild_ms = e.rebuild_ms + start.elapsed().as_secs_f64() * 1e3;
+    fresh.last_rebuild = Some(why);
+    *e = fresh;
+}
+
+/// The plane of `table` and the limbs whose fact table it is (both sides),
+/// from the table.
+pub(crate) fn rebuild_one(
+    db: &rusqlite::Connection,
+    shared: &mut Shared,
+    table: &str,
+    why: Rebuild,
+) {
     let ours = |e: &PlaneEntry| match e.def.limb() {
         None => e.def.table.eq_ignore_ascii_case(table),
         Some(l) => l.fact.eq_ignore_ascii_case(table),
     };
     for e in shared.entries_mut().iter_mut().filter(|e| ours(e)) {
-        let (served, declined) = (e.served, e.declined);
-        let mut fresh = build_entry(db, e.def.clone());
-        fresh.served = served;
-        fresh.declined = declined;
-        *e = fresh;
+        rebuild_entry(db, e, why);
     }
     shared.bump_writes();
 }
 
-pub(crate) fn rebuild_all(db: &rusqlite::Connection, shared: &mut Shared) {
+/// Every plane and limb, from its table.
+pub(crate) fn rebuild_all(db: &rusqlite::Connection, shared: &mut Shared, why: Rebuild) {
     for e in shared.entries_mut() {
-        let (served, declined) = (e.served, e.declined);
-        let mut fresh = build_entry(db, e.def.clone());
-        fresh.served = served;
-        fresh.declined = declined;
-        *e = fresh;
+        rebuild_entry(db, e, why);
     }
     shared.bump_writes();
 }

@@ -7,7 +7,7 @@ use ahash::AHashMap;
 use hashlink::LruCache;
 use rusqlite::types::Value;
 
-use crate::catalog;
+use crate::catalog::{self, Rebuild};
 use crate::classify::{self, Classified};
 use crate::hook::{self, Shared};
 use crate::pragma::{self, Pragma};
@@ -359,7 +359,7 @@ impl Connection {
         let v = self.read_data_version()?;
         if v != self.data_version && !crate::mutation::active("external_write_missed") {
             let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-            catalog::rebuild_all(&self.db, &mut shared);
+            catalog::rebuild_all(&self.db, &mut shared, Rebuild::External);
             drop(shared);
             self.forget_plans();
             if !self.db.is_autocommit() {
@@ -395,7 +395,7 @@ impl Connection {
         let flags = shared.take_flags();
         let undo_or_rebuild = |shared: &mut Shared, db: &rusqlite::Connection| {
             if !shared.undo_statement() {
-                catalog::rebuild_all(db, shared);
+                catalog::rebuild_all(db, shared, Rebuild::Undo);
             }
         };
         // Undoing a schema change inside the transaction changes what a
@@ -410,7 +410,7 @@ impl Connection {
             } else if was_auto {
                 undo_or_rebuild(&mut shared, &self.db);
             } else if self.txn.stale {
-                catalog::rebuild_all(&self.db, &mut shared);
+                catalog::rebuild_all(&self.db, &mut shared, Rebuild::StaleSnapshot);
             } else if let Some(t) = self.txn.base.take() {
                 shared.restore(&t);
             }
@@ -425,7 +425,7 @@ impl Connection {
                     // Inside a transaction that goes on: ABORT undid the
                     // statement's rows, FAIL kept the earlier ones, and no
                     // hook says which. Resync from the table itself.
-                    catalog::rebuild_all(&self.db, &mut shared);
+                    catalog::rebuild_all(&self.db, &mut shared, Rebuild::FailedStatement);
                 }
             }
         } else {
@@ -444,7 +444,7 @@ impl Connection {
                     schema_undone = self.txn.schema_changed;
                     if let Some(snaps) = self.txn.rollback_to(name) {
                         if self.txn.stale {
-                            catalog::rebuild_all(&self.db, &mut shared);
+                            catalog::rebuild_all(&self.db, &mut shared, Rebuild::StaleSnapshot);
                         } else if !crate::mutation::active("ignore_rollback_to") {
                             shared.restore(&snaps);
                         }
@@ -561,7 +561,7 @@ impl Connection {
                 let name = self.known_table(&table, "pleroma_rebuild")?;
                 let version = self.read_data_version()?;
                 let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-                catalog::rebuild_one(&self.db, &mut shared, &name);
+                catalog::rebuild_one(&self.db, &mut shared, &name, Rebuild::Requested);
                 drop(shared);
                 self.after_catalog_change(version);
                 Ok(Rows::default())

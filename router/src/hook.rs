@@ -140,6 +140,9 @@ impl Shared {
             "reason",
             "served",
             "declined",
+            "rebuilds",
+            "rebuild_ms",
+            "last_rebuild",
         ];
         let rows = self
             .entries
@@ -187,6 +190,11 @@ impl Shared {
                     reason.map(Value::Text).unwrap_or(Value::Null),
                     Value::Integer(e.served as i64),
                     Value::Integer(e.declined as i64),
+                    Value::Integer(e.rebuilds as i64),
+                    Value::Real((e.rebuild_ms * 1e3).round() / 1e3),
+                    e.last_rebuild
+                        .map(|r| Value::Text(r.reason().into()))
+                        .unwrap_or(Value::Null),
                 ]
             })
             .collect();
