@@ -8,6 +8,7 @@ use rusqlite::types::ValueRef;
 use smallvec::SmallVec;
 
 use crate::affinity::Affinity;
+use crate::database::PublishedEntry;
 use crate::hook::Shared;
 
 /// The catalog table; one row per attached plane.
@@ -101,6 +102,26 @@ impl PlaneEntry {
         if !crate::mutation::active("schema_not_restored") {
             self.cols = s.cols.clone();
             self.broken = s.broken.clone();
+        }
+    }
+
+    /// An entry from another connection's published planes, keeping this
+    /// connection's counters of the same plane (`old`).
+    pub fn from_published(p: &PublishedEntry, old: Option<&PlaneEntry>) -> PlaneEntry {
+        let mut config = PlaneConfig::new(p.def.dims.clone(), p.def.measures.clone());
+        config.cap = p.def.cap;
+        let mut plane = Plane::new(config);
+        plane.restore(&p.snap.plane);
+        PlaneEntry {
+            def: p.def.clone(),
+            cols: p.snap.cols.clone(),
+            plane,
+            broken: p.snap.broken.clone(),
+            served: old.map_or(0, |o| o.served),
+            declined: old.map_or(0, |o| o.declined),
+            rebuilds: old.map_or(0, |o| o.rebuilds),
+            rebuild_ms: old.map_or(0.0, |o| o.rebuild_ms),
+            last_rebuild: old.and_then(|o| o.last_rebuild),
         }
     }
 
@@ -792,6 +813,46 @@ pub(crate) fn rebuild_one(
         rebuild_entry(db, e, why);
     }
     shared.bump_writes();
+}
+
+/// The planes and limbs recorded in the catalog, built from their tables.
+pub(crate) fn load_entries(db: &rusqlite::Connection) -> rusqlite::Result<Vec<PlaneEntry>> {
+    let defs = load(db)?;
+    let mut entries: Vec<PlaneEntry> = defs.iter().map(|d| build_entry(db, d.clone())).collect();
+    for l in load_limbs(db)? {
+        let Some(fact) = defs.iter().find(|d| d.table == l.fact) else {
+            continue;
+        };
+        // A limb whose tables or columns went away stays out of the way:
+        // its joins run on SQLite.
+        if let Ok((f, d)) = limb_defs(db, fact, &l.fact_key, &l.dim, &l.dim_key) {
+            entries.push(build_entry(db, f));
+            entries.push(build_entry(db, d));
+        }
+    }
+    Ok(entries)
+}
+
+/// After another connection's or process's commit: the planes the catalog
+/// now lists, built from their tables, each keeping its counters and
+/// counted as a rebuild.
+pub(crate) fn reload_all(db: &rusqlite::Connection, shared: &mut Shared) -> rusqlite::Result<()> {
+    let start = std::time::Instant::now();
+    let mut entries = load_entries(db)?;
+    let ms = start.elapsed().as_secs_f64() * 1e3 / entries.len().max(1) as f64;
+    for e in &mut entries {
+        if let Some(old) = shared.find_def(&e.def) {
+            e.served = old.served;
+            e.declined = old.declined;
+            e.rebuilds = old.rebuilds;
+            e.rebuild_ms = old.rebuild_ms;
+        }
+        e.rebuilds += 1;
+        e.rebuild_ms += ms;
+        e.last_rebuild = Some(Rebuild::External);
+    }
+    shared.replace_entries(entries);
+    Ok(())
 }
 
 /// Every plane and limb, from its table.

@@ -7,8 +7,10 @@ use ahash::AHashMap;
 use hashlink::LruCache;
 use rusqlite::types::Value;
 
-use crate::catalog::{self, Rebuild};
+use crate::catalog::{self, PlaneEntry, Rebuild};
 use crate::classify::{self, Classified};
+use crate::database::{Database, Found, Member, Published};
+use crate::ffi::WalSnapshot;
 use crate::hook::{self, Shared};
 use crate::pragma::{self, Pragma};
 use crate::route::{Counters, Route, RouteKind, RouteMode};
@@ -52,6 +54,9 @@ pub struct Connection {
     memo: LruCache<String, Memo>,
     /// Keeps the catalog writes out of the user's `changes()` and friends.
     user_counters: UserCounters,
+    /// The planes this process shares for the file (private in memory).
+    database: Arc<Database>,
+    _member: Member,
 }
 
 /// How many answers the memo keeps.
@@ -82,6 +87,8 @@ impl Connection {
         let user_counters = UserCounters::register(&db)?;
         let shared = Arc::new(Mutex::new(Shared::default()));
         let pre_hook = Some(hook::install(&mut db, &shared)?);
+        let database = Database::for_connection(&db);
+        let member = database.join();
         let mut conn = Connection {
             db,
             pre_hook,
@@ -94,30 +101,22 @@ impl Connection {
             data_version: 0,
             memo: LruCache::new(MEMO_CAPACITY),
             user_counters,
+            database,
+            _member: member,
         };
         conn.data_version = conn.read_data_version()?;
-        let defs = catalog::load(&conn.db)?;
-        for def in &defs {
-            let entry = catalog::build_entry(&conn.db, def.clone());
-            conn.lock().add(entry);
-        }
-        for l in catalog::load_limbs(&conn.db)? {
-            let Some(fact) = defs.iter().find(|d| d.table == l.fact) else {
-                continue;
-            };
-            // A limb whose tables or columns went away stays out of the
-            // way: its joins run on SQLite.
-            if let Ok((f, d)) = catalog::limb_defs(&conn.db, fact, &l.fact_key, &l.dim, &l.dim_key)
-            {
-                let (f, d) = (
-                    catalog::build_entry(&conn.db, f),
-                    catalog::build_entry(&conn.db, d),
-                );
-                let mut shared = conn.lock();
-                shared.add(f);
-                shared.add(d);
+        // Another connection of this process may have published exactly the
+        // state this one sees: take it instead of building.
+        if let Some((v, id)) = conn.view()? {
+            if let Found::Published(p) = conn.database.find(&id) {
+                conn.data_version = v;
+                conn.adopt(&p);
+                return Ok(conn);
             }
         }
+        let entries = catalog::load_entries(&conn.db)?;
+        conn.lock().replace_entries(entries);
+        conn.publish()?;
         Ok(conn)
     }
 
@@ -209,12 +208,26 @@ impl Connection {
 
     /// The one path every statement takes.
     fn run(&mut self, sql: &str, params: &[Value], want_rows: bool) -> Result<(Rows, usize)> {
+        let sharing = self.database.shared();
         if let Some(p) = pragma::parse(sql) {
             let p = p.map_err(Error::Pragma)?;
             self.last_route = Route::engine("pleroma pragma");
-            return self.pragma(p).map(|rows| (rows, 0));
+            let writes = p.writes_catalog();
+            if !(sharing && writes) {
+                return self.pragma(p).map(|rows| (rows, 0));
+            }
+            let _commit = self.database.commit_in_flight();
+            self.sync_external()?;
+            let rows = self.pragma(p)?;
+            self.publish()?;
+            return Ok((rows, 0));
         }
-        if self.lock().is_empty() {
+        // Shared planes: start from the committed state, which another
+        // connection may have published (or changed the planes in).
+        if sharing && self.db.is_autocommit() {
+            self.sync_external()?;
+        }
+        if !sharing && self.lock().is_empty() {
             self.last_route = Route::engine("no plane attached");
             let r = exec(&self.db, sql, params, want_rows);
             if txn::kind_of(sql).is_schema_change() {
@@ -267,7 +280,12 @@ impl Connection {
         if self.mode == RouteMode::Engine {
             return self.decline("pleroma_route = engine", Some(table));
         }
-        self.sync_external()?;
+        if !self.sync_external()? {
+            return self.decline(
+                "another connection's commit is being published",
+                Some(table),
+            );
+        }
         // The memo: an exact earlier answer, while no plane has changed.
         let key = format!("{sql}\0{params:?}");
         let writes = self.lock().writes();
@@ -353,20 +371,129 @@ impl Connection {
         r.engine_cost = None;
     }
 
-    /// A write by another connection or process shows only as a new
-    /// `data_version`: rebuild the planes before any plane answer.
-    pub(crate) fn sync_external(&mut self) -> Result<()> {
+    /// A commit by another connection or process shows only as a new
+    /// `data_version`. Before any plane answer (and, when the planes are
+    /// shared, before a write that starts from the committed state), bring
+    /// the planes to what this connection sees: adopt the published planes
+    /// of exactly that state, or rebuild from the table. `Ok(false)`:
+    /// another connection of this process has committed and not yet
+    /// published, so the planes cannot answer this moment (SQLite does).
+    pub(crate) fn sync_external(&mut self) -> Result<bool> {
         let v = self.read_data_version()?;
-        if v != self.data_version && !crate::mutation::active("external_write_missed") {
-            let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-            catalog::rebuild_all(&self.db, &mut shared, Rebuild::External);
-            drop(shared);
-            self.forget_plans();
-            if !self.db.is_autocommit() {
-                self.txn.stale = true;
+        if crate::mutation::active("read_txn_moves") && !self.db.is_autocommit() {
+            // The mutation: a read transaction follows the newest commit.
+            if let Some(p) = self.database.newest() {
+                self.adopt(&p);
             }
         }
+        if v == self.data_version || crate::mutation::active("external_write_missed") {
+            self.data_version = v;
+            return Ok(true);
+        }
+        if let Some((v2, id)) = self.view()? {
+            match self.database.find(&id) {
+                Found::Published(p) => {
+                    self.data_version = v2;
+                    self.adopt(&p);
+                    return Ok(true);
+                }
+                Found::InFlight => return Ok(false),
+                Found::Nothing => {}
+            }
+        }
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        if self.db.is_autocommit() {
+            // From the catalog as it is now: another connection or process
+            // may have attached or detached a plane.
+            catalog::reload_all(&self.db, &mut shared)?;
+        } else {
+            catalog::rebuild_all(&self.db, &mut shared, Rebuild::External);
+        }
+        drop(shared);
+        self.forget_plans();
         self.data_version = v;
+        if self.db.is_autocommit() {
+            // Others can take the rebuilt planes instead of rebuilding.
+            self.publish()?;
+        } else {
+            self.txn.stale = true;
+        }
+        Ok(true)
+    }
+
+    /// The `data_version` and the identity of the committed state this
+    /// connection sees: its open read transaction's, or (in autocommit) the
+    /// newest. `None` when the file is not in WAL mode, or inside a
+    /// transaction that has written (its state is its own).
+    fn view(&self) -> Result<Option<(i64, WalSnapshot)>> {
+        if !self.db.is_autocommit() {
+            let v = self.read_data_version()?;
+            return Ok(WalSnapshot::of(&self.db).map(|s| (v, s)));
+        }
+        self.db.prepare_cached("BEGIN")?.execute([])?;
+        let r = self
+            .read_data_version()
+            .map(|v| WalSnapshot::of(&self.db).map(|s| (v, s)));
+        let end = self.db.prepare_cached("COMMIT")?.execute([]);
+        let r = r?;
+        end?;
+        Ok(r)
+    }
+
+    /// Take the published planes `p`, which are exactly the state this
+    /// connection's SQLite shows.
+    fn adopt(&mut self, p: &Published) {
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        let same = shared.defs_match(&p.entries);
+        if same {
+            for (e, pe) in shared.entries_mut().iter_mut().zip(&p.entries) {
+                e.restore(&pe.snap);
+            }
+            shared.bump_writes();
+        } else {
+            let entries = p
+                .entries
+                .iter()
+                .map(|pe| PlaneEntry::from_published(pe, shared.find_def(&pe.def)))
+                .collect();
+            shared.replace_entries(entries);
+        }
+        // In a transaction this is its first look at the file: nothing has
+        // been written yet, so every snapshot it took is of this state.
+        if !self.db.is_autocommit() {
+            let now = shared.snapshots();
+            if self.txn.base.is_some() {
+                self.txn.base = Some(now.clone());
+            }
+            for (_, s) in &mut self.txn.saves {
+                *s = now.clone();
+            }
+        }
+        drop(shared);
+        if !same {
+            self.forget_plans();
+        }
+    }
+
+    /// After a commit (or a rebuild) in autocommit: publish the planes for
+    /// the other connections of this process, tagged with the committed
+    /// state they are exactly, or publish nothing when that cannot be
+    /// proven (a commit by someone else since the planes were current).
+    fn publish(&mut self) -> Result<()> {
+        if !self.database.shared() || !self.db.is_autocommit() {
+            return Ok(());
+        }
+        if self.read_data_version()? != self.data_version {
+            return Ok(());
+        }
+        let Some((v, id)) = self.view()? else {
+            return Ok(());
+        };
+        if v != self.data_version {
+            return Ok(());
+        }
+        let entries = self.lock().published();
+        self.database.publish(id, entries);
         Ok(())
     }
 
@@ -380,6 +507,12 @@ impl Connection {
     ) -> Result<(Rows, usize)> {
         let kind = txn::kind_of(sql);
         let was_auto = self.db.is_autocommit();
+        // A statement that may end in a commit: readers that see it before
+        // it is published wait for the publish (by declining), not rebuild.
+        let sharing = self.database.shared();
+        let _commit = (sharing
+            && (was_auto || matches!(kind, StmtKind::Commit | StmtKind::Release(_))))
+        .then(|| self.database.commit_in_flight());
         // Inside a transaction only BEGIN and SAVEPOINT need a snapshot (a
         // failed statement there rebuilds); an autocommit statement logs
         // what it applies instead, which a snapshot's copy-on-write of the
@@ -389,8 +522,28 @@ impl Connection {
             s.begin_statement(was_auto);
             matches!(kind, StmtKind::Begin | StmtKind::Savepoint(_)).then(|| s.snapshots())
         };
+        if sharing
+            && !was_auto
+            && kind == StmtKind::Commit
+            && crate::mutation::active("publish_before_commit")
+        {
+            let entries = self.lock().published();
+            self.database.publish_as_newest(entries);
+        }
+        if sharing
+            && !was_auto
+            && kind == StmtKind::Rollback
+            && crate::mutation::active("publish_rollback")
+        {
+            let entries = self.lock().published();
+            self.database.publish_as_newest(entries);
+        }
         let result = exec(&self.db, sql, params, want_rows);
         let now_auto = self.db.is_autocommit();
+        if sharing && !now_auto && crate::mutation::active("publish_uncommitted") {
+            let entries = self.lock().published();
+            self.database.publish_as_newest(entries);
+        }
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         let flags = shared.take_flags();
         let undo_or_rebuild = |shared: &mut Shared, db: &rusqlite::Connection| {
@@ -468,6 +621,9 @@ impl Connection {
         }
         // Our own commits do not move data_version, so it still tells
         // other connections' writes apart.
+        if sharing && now_auto && flags.committed {
+            self.publish()?;
+        }
         Ok(result?)
     }
 
@@ -625,7 +781,7 @@ impl Connection {
             Classified::Declined(r) => ("engine", r.clone(), None, None),
             Classified::Join(_) => ("plane", "join limb".to_owned(), None, None),
             Classified::Plan(plan) => {
-                self.sync_external()?;
+                let _ = self.sync_external()?;
                 let est = answer_from_cells::estimate(self, plan);
                 match est {
                     Ok((pc, ec)) => ("plane", format!("class {}", plan.class), Some(pc), Some(ec)),

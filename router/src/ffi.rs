@@ -217,3 +217,61 @@ pub(crate) fn counters_of(ctx: &rusqlite::functions::Context<'_>) -> rusqlite::R
     let conn = unsafe { ctx.get_connection()? };
     Ok((conn.changes() as i64, conn.total_changes() as i64))
 }
+
+/// The identity of one committed state of a WAL database: SQLite's
+/// `sqlite3_snapshot` of a read transaction. Two are equal when they name
+/// the same WAL generation and the same last frame, which is the same
+/// committed state of the file (`sqlite3_snapshot_cmp`).
+pub(crate) struct WalSnapshot(*mut ffi::sqlite3_snapshot);
+
+// SAFETY: a snapshot is an immutable block that SQLite only reads (in
+// sqlite3_snapshot_cmp) and frees (sqlite3_snapshot_free, thread-safe);
+// it is not tied to the connection that took it.
+unsafe impl Send for WalSnapshot {}
+// SAFETY: as above: shared references only ever read it.
+unsafe impl Sync for WalSnapshot {}
+
+impl WalSnapshot {
+    /// The snapshot of `db`'s read transaction on `main`; `db` must be
+    /// inside a transaction that has not written (SQLite opens the read
+    /// transaction if none is open). `None` when the database is not in
+    /// WAL mode or SQLite refuses for any other reason.
+    pub fn of(db: &rusqlite::Connection) -> Option<WalSnapshot> {
+        let mut p: *mut ffi::sqlite3_snapshot = std::ptr::null_mut();
+        // SAFETY: the handle belongs to the open connection `db`; on
+        // SQLITE_OK, `p` is a new snapshot that we own and free in `Drop`.
+        let rc = unsafe { ffi::sqlite3_snapshot_get(db.handle(), c"main".as_ptr(), &mut p) };
+        (rc == ffi::SQLITE_OK && !p.is_null()).then_some(WalSnapshot(p))
+    }
+}
+
+impl Clone for WalSnapshot {
+    fn clone(&self) -> WalSnapshot {
+        let size = std::mem::size_of::<ffi::sqlite3_snapshot>();
+        // SAFETY: a fresh allocation of the snapshot's size, filled with a
+        // copy of the live snapshot `self.0` (a plain block of bytes, as
+        // sqlite3_snapshot_get makes it); freed by sqlite3_snapshot_free,
+        // which is sqlite3_free.
+        unsafe {
+            let p = ffi::sqlite3_malloc(size as c_int).cast::<ffi::sqlite3_snapshot>();
+            assert!(!p.is_null(), "out of memory copying a WAL snapshot");
+            std::ptr::copy_nonoverlapping(self.0, p, 1);
+            WalSnapshot(p)
+        }
+    }
+}
+
+impl PartialEq for WalSnapshot {
+    fn eq(&self, other: &WalSnapshot) -> bool {
+        // SAFETY: both pointers are live snapshots (freed only in `Drop`);
+        // sqlite3_snapshot_cmp only reads them.
+        unsafe { ffi::sqlite3_snapshot_cmp(self.0, other.0) == 0 }
+    }
+}
+
+impl Drop for WalSnapshot {
+    fn drop(&mut self) {
+        // SAFETY: we own the snapshot and free it exactly once.
+        unsafe { ffi::sqlite3_snapshot_free(self.0) }
+    }
+}

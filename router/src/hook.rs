@@ -9,8 +9,9 @@ use pleroma_plane::{JointKey, MeasureValue};
 use rusqlite::types::{Value, ValueRef};
 use smallvec::SmallVec;
 
-use crate::catalog::{apply_row, EntrySnapshot, PlaneEntry, Role};
+use crate::catalog::{apply_row, EntrySnapshot, PlaneDef, PlaneEntry, Role};
 use crate::connection::Rows;
+use crate::database::PublishedEntry;
 use crate::ffi::{Event, Op, PreUpdateHook};
 
 /// Flags the hooks raise during one statement.
@@ -107,6 +108,38 @@ impl Shared {
     pub fn take_flags(&mut self) -> Flags {
         std::mem::take(&mut self.flags)
     }
+    /// The planes as published for other connections.
+    pub fn published(&self) -> Vec<PublishedEntry> {
+        self.entries
+            .iter()
+            .map(|e| PublishedEntry {
+                def: e.def.clone(),
+                snap: e.snapshot(),
+            })
+            .collect()
+    }
+
+    /// Whether `published` holds the same planes, in the same order.
+    pub fn defs_match(&self, published: &[PublishedEntry]) -> bool {
+        self.entries.len() == published.len()
+            && self
+                .entries
+                .iter()
+                .zip(published)
+                .all(|(e, p)| e.def == p.def)
+    }
+
+    /// This connection's entry of a definition (for its counters).
+    pub fn find_def(&self, def: &PlaneDef) -> Option<&PlaneEntry> {
+        self.entries.iter().find(|e| e.def == *def)
+    }
+
+    /// A new set of planes (adopted from another connection).
+    pub fn replace_entries(&mut self, entries: Vec<PlaneEntry>) {
+        self.entries = entries;
+        self.bump_writes();
+    }
+
     pub fn snapshots(&self) -> Snapshots {
         self.entries.iter().map(PlaneEntry::snapshot).collect()
     }

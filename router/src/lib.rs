@@ -22,6 +22,7 @@ mod affinity;
 mod catalog;
 mod classify;
 mod connection;
+mod database;
 mod error;
 mod ffi;
 mod hook;

@@ -46,6 +46,16 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
 /// The join limb's and the memo's mutations.
 pub const JOIN_MUTATIONS: &[&str] = &["stale_limb", "memo_not_invalidated"];
 
+/// Mutations of shared planes, caught by the multi-connection
+/// interleavings (`parity/src/shared.rs`), not by the single-connection
+/// suite.
+pub const SHARED_MUTATIONS: &[&str] = &[
+    "publish_before_commit",
+    "publish_uncommitted",
+    "read_txn_moves",
+    "publish_rollback",
+];
+
 /// Every mutation: the router's, then the plane's.
 pub fn all() -> Vec<&'static str> {
     ROUTER_MUTATIONS

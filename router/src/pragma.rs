@@ -37,6 +37,20 @@ pub(crate) enum Pragma {
     Route(Option<RouteMode>),
 }
 
+impl Pragma {
+    /// Whether it changes the set of planes or rebuilds one (and so has
+    /// something to publish for the other connections).
+    pub fn writes_catalog(&self) -> bool {
+        matches!(
+            self,
+            Pragma::Attach { .. }
+                | Pragma::Detach { .. }
+                | Pragma::Limb { .. }
+                | Pragma::Rebuild { .. }
+        )
+    }
+}
+
 /// `None`: not a Pleroma PRAGMA (SQLite runs it). `Some(Err)`: a malformed
 /// one, with a message that names the problem.
 pub(crate) fn parse(sql: &str) -> Option<Result<Pragma, String>> {

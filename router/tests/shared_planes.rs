@@ -1,0 +1,224 @@
+//! Every Pleroma connection a process opens on one file shares its planes:
+//! a commit by one is taken over by the others without a rebuild, exactly
+//! when SQLite shows it to them; uncommitted and rolled-back writes stay
+//! invisible; a read transaction keeps one state (issue #12). The answers
+//! are checked against SQLite itself on the same connection at the same
+//! moment (`Connection::sqlite()`), which sees exactly what that connection
+//! should see.
+
+mod common;
+use common::*;
+use pleroma::{Connection, RouteKind, Value};
+
+const QUERIES: [&str; 3] = [
+    "SELECT COUNT(*), SUM(m) FROM t",
+    "SELECT g, COUNT(*), SUM(m) FROM t GROUP BY g ORDER BY g",
+    "SELECT COUNT(*) FROM t WHERE g = 'a'",
+];
+
+fn open(path: &std::path::Path) -> Connection {
+    Connection::open(path).unwrap()
+}
+
+/// Every query served by the plane (or its memo) and equal to what SQLite
+/// shows this connection now.
+fn check(c: &mut Connection) {
+    for q in QUERIES {
+        let got = c.query(q, &[]).unwrap().rows;
+        assert_ne!(
+            c.last_route().kind,
+            RouteKind::Engine,
+            "{q}: {:?}",
+            c.last_route()
+        );
+        assert_eq!(got, sqlite_rows(c.sqlite(), q, &[]).unwrap(), "{q}");
+    }
+}
+
+fn rebuilds(c: &mut Connection) -> i64 {
+    let p = c.query("PRAGMA pleroma_planes", &[]).unwrap();
+    let i = p.columns.iter().position(|c| c == "rebuilds").unwrap();
+    p.rows
+        .iter()
+        .map(|r| match r[i] {
+            Value::Integer(n) => n,
+            _ => panic!("rebuilds: {:?}", r[i]),
+        })
+        .sum()
+}
+
+fn setup() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    let mut c = open(&path);
+    c.execute_batch(
+        "PRAGMA journal_mode = WAL;
+         CREATE TABLE t(id INTEGER PRIMARY KEY, g TEXT, m INTEGER);
+         INSERT INTO t(g, m) VALUES ('a', 1), ('b', 2), ('a', 3);
+         PRAGMA pleroma_attach('t', 'g', 'm');",
+    )
+    .unwrap();
+    (dir, path)
+}
+
+#[test]
+fn a_commit_on_one_connection_is_taken_over_by_another_without_a_rebuild() {
+    let (dir, path) = setup();
+    let mut a = open(&path);
+    // Another spelling of the same file shares too.
+    let mut b = open(&dir.path().join(".").join("db.sqlite"));
+    check(&mut a);
+    check(&mut b);
+    for i in 0..20 {
+        a.execute(
+            "INSERT INTO t(g, m) VALUES (?1, ?2)",
+            &[text(if i % 3 == 0 { "a" } else { "c" }), int(i)],
+        )
+        .unwrap();
+        check(&mut b);
+        b.execute("UPDATE t SET m = m + 1 WHERE id = ?1", &[int(i % 5 + 1)])
+            .unwrap();
+        check(&mut a);
+    }
+    assert_eq!(rebuilds(&mut a), 0);
+    assert_eq!(rebuilds(&mut b), 0);
+}
+
+#[test]
+fn uncommitted_and_rolled_back_writes_stay_on_their_connection() {
+    let (_dir, path) = setup();
+    let mut a = open(&path);
+    let mut b = open(&path);
+    check(&mut b);
+    a.execute_batch(
+        "BEGIN; INSERT INTO t(g, m) VALUES ('a', 100); SAVEPOINT s; DELETE FROM t WHERE g = 'b';",
+    )
+    .unwrap();
+    check(&mut a);
+    check(&mut b);
+    a.execute_batch("ROLLBACK TO s").unwrap();
+    check(&mut a);
+    check(&mut b);
+    a.execute_batch("ROLLBACK").unwrap();
+    check(&mut a);
+    check(&mut b);
+    // A failed autocommit statement leaves nothing behind either.
+    assert!(a
+        .execute_batch("INSERT INTO t(g, m) VALUES ('z', 1), ('z', abs(-9223372036854775808))")
+        .is_err());
+    check(&mut b);
+    a.execute_batch("BEGIN; INSERT INTO t(g, m) VALUES ('d', 7); COMMIT;")
+        .unwrap();
+    check(&mut b);
+    check(&mut a);
+    assert_eq!(rebuilds(&mut a) + rebuilds(&mut b), 0);
+}
+
+#[test]
+fn a_read_transaction_keeps_its_state_while_commits_go_on() {
+    let (_dir, path) = setup();
+    let mut w = open(&path);
+    let mut r = open(&path);
+    r.execute_batch("BEGIN").unwrap();
+    check(&mut r);
+    let pinned = r.query(QUERIES[0], &[]).unwrap().rows;
+    for i in 0..5 {
+        w.execute("INSERT INTO t(g, m) VALUES ('a', ?1)", &[int(10 + i)])
+            .unwrap();
+        check(&mut r);
+        assert_eq!(r.query(QUERIES[0], &[]).unwrap().rows, pinned);
+    }
+    r.execute_batch("COMMIT").unwrap();
+    check(&mut r);
+    assert_ne!(r.query(QUERIES[0], &[]).unwrap().rows, pinned);
+    assert_eq!(rebuilds(&mut r), 0);
+}
+
+#[test]
+fn a_plane_attached_on_one_connection_reaches_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    let mut a = open(&path);
+    a.execute_batch(
+        "PRAGMA journal_mode = WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, g TEXT, m INTEGER);
+         INSERT INTO t(g, m) VALUES ('a', 1);",
+    )
+    .unwrap();
+    let mut b = open(&path);
+    a.execute_batch("PRAGMA pleroma_attach('t', 'g', 'm')")
+        .unwrap();
+    check(&mut b);
+    b.execute_batch("INSERT INTO t(g, m) VALUES ('b', 5)")
+        .unwrap();
+    check(&mut a);
+    a.execute_batch("PRAGMA pleroma_detach('t')").unwrap();
+    b.query(QUERIES[0], &[]).unwrap();
+    assert_eq!(b.last_route().kind, RouteKind::Engine);
+}
+
+#[test]
+fn an_outside_writer_is_still_caught_and_counted() {
+    let (_dir, path) = setup();
+    let mut a = open(&path);
+    let mut b = open(&path);
+    check(&mut a);
+    check(&mut b);
+    let plain = rusqlite::Connection::open(&path).unwrap();
+    plain
+        .execute_batch("INSERT INTO t(g, m) VALUES ('a', 1000)")
+        .unwrap();
+    check(&mut a);
+    check(&mut b);
+    // The first to look rebuilt and published; the other took that over.
+    assert_eq!(rebuilds(&mut a) + rebuilds(&mut b), 1);
+}
+
+/// Readers on their own threads and connections while a writer commits
+/// batches: every answer is one of the committed states, in commit order,
+/// and no reader rebuilds.
+#[test]
+fn readers_on_other_threads_see_only_committed_states() {
+    let (_dir, path) = setup();
+    const BATCHES: i64 = 60;
+    const ROWS: i64 = 20;
+    // After batch k: 3 + k·ROWS rows; every inserted m is 1.
+    let mut w = open(&path);
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mut r = open(&path);
+                let mut last = 0;
+                let mut served = 0;
+                loop {
+                    let rows = r.query("SELECT COUNT(*), SUM(m) FROM t", &[]).unwrap().rows;
+                    let (Value::Integer(n), Value::Integer(s)) = (&rows[0][0], &rows[0][1]) else {
+                        panic!("{rows:?}")
+                    };
+                    let k = (n - 3) / ROWS;
+                    assert_eq!((n - 3) % ROWS, 0, "a torn batch: {n} rows");
+                    assert_eq!(*s, 6 + k * ROWS, "sum of state {k}");
+                    assert!(k >= last, "went back from state {last} to {k}");
+                    last = k;
+                    served += (r.last_route().kind != RouteKind::Engine) as usize;
+                    if k == BATCHES {
+                        return (served, rebuilds(&mut r));
+                    }
+                }
+            })
+        })
+        .collect();
+    for _ in 0..BATCHES {
+        w.execute_batch("BEGIN").unwrap();
+        for _ in 0..ROWS {
+            w.execute("INSERT INTO t(g, m) VALUES ('x', 1)", &[])
+                .unwrap();
+        }
+        w.execute_batch("COMMIT").unwrap();
+    }
+    for h in readers {
+        let (served, rebuilt) = h.join().unwrap();
+        assert!(served > 0);
+        assert_eq!(rebuilt, 0);
+    }
+}
