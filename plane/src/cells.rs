@@ -936,4 +936,46 @@ mod tests {
         assert_eq!(seen, 500);
         assert!(cells.get(2 << 20).is_none() && cells.get(3 << 20).is_some());
     }
+
+    fn wide_entries(cells: &Cells) -> usize {
+        match cells {
+            Cells::Dense(d) => d.pages.iter().flatten().map(|p| p.wide.0.len()).sum(),
+            Cells::Sparse(sp) => sp.shards.iter().flatten().map(|s| s.wide.0.len()).sum(),
+        }
+    }
+
+    #[test]
+    fn a_non_null_count_past_2_pow_61_widens_and_narrows_again() {
+        let mut cells = Cells::new(4, 1);
+        let w = NARROW_NN;
+        cells
+            .update(3, |c, s| apply_row(c, s, w, &ints(&[1])))
+            .unwrap();
+        cells.check(4, 1).unwrap();
+        assert_eq!(wide_entries(&cells), 1);
+        let (c, s) = cells.get(3).unwrap();
+        assert_eq!((c, s.stat(0).nn, s.stat(0).pos), (w, w, w as i128));
+        check_cell(c, &s, 1).unwrap();
+        cells
+            .update(3, |c, s| apply_row(c, s, 1 - w, &ints(&[1])))
+            .unwrap();
+        cells.check(4, 1).unwrap();
+        assert_eq!(wide_entries(&cells), 0);
+        assert_eq!(cells.get(3).unwrap().1.stat(0).nn, 1);
+    }
+
+    #[test]
+    fn a_wide_mark_without_its_entry_fails_the_check() {
+        let mut cells = Cells::new(4, 1);
+        cells
+            .update(3, |c, s| apply_row(c, s, 2, &ints(&[i64::MAX])))
+            .unwrap();
+        cells.check(4, 1).unwrap();
+        let Cells::Dense(d) = &mut cells else {
+            unreachable!()
+        };
+        let page = Arc::make_mut(Arc::make_mut(&mut d.pages)[0].as_mut().unwrap());
+        page.wide = Wide::default();
+        assert!(cells.check(4, 1).is_err());
+    }
 }
