@@ -160,7 +160,7 @@ fn build_chunk(
         }
         for (k, &c) in count.iter().enumerate().filter(|(_, &c)| c != 0) {
             st.cells.update(k as u64, |cc, s| {
-                absorb_cell(cc, s, c, &stats[k * m..(k + 1) * m])
+                absorb_cell(cc, s, c, &stats[k * m..(k + 1) * m], m)
             });
             st.nonempty += 1;
         }

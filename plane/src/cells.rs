@@ -3,6 +3,13 @@
 //! Both forms keep cells in blocks shared by `Arc`: a snapshot shares every
 //! block, and the first write after it copies the block table and the one
 //! block it touches (`Arc::make_mut`), never the whole plane.
+//!
+//! A block stores each measure of each cell as a 40-byte [`Packed`]: 64-bit
+//! sums and the non-NULL count with the flags. A measure whose sums leave
+//! `i64` (or whose count passes 2^61) is *wide*: its `Packed` is only a
+//! mark, and its exact [`Stat`] sits in the block's [`Wide`] table. The form
+//! is canonical (wide exactly when the value does not fit), so a measure
+//! goes back to 40 bytes as soon as deletes bring it under again.
 
 use std::sync::Arc;
 
@@ -29,14 +36,16 @@ pub(crate) const MIN_UNKNOWN: u8 = 1;
 /// The cell's MAX of this measure is an upper bound, not the exact maximum.
 pub(crate) const MAX_UNKNOWN: u8 = 2;
 
-/// One measure in one cell. With `nn == 0` it is all zeros. Otherwise `min`
-/// is at most every value of the cell (and equal to the smallest one unless
-/// `MIN_UNKNOWN`), `max` likewise from above: a deleted extremum leaves a
-/// bound that later inserts can make exact again.
+/// The exact value of one measure in one cell, as the plane reasons about
+/// it. With `nn == 0` it is all zeros. Otherwise `min` is at most every
+/// value of the cell (and equal to the smallest one unless `MIN_UNKNOWN`),
+/// `max` likewise from above: a deleted extremum leaves a bound that later
+/// inserts can make exact again.
 ///
-/// Aligned to a cache line: a slice reads one line per measure and cell.
+/// Cells do not store this form (64 bytes with `i128` alignment): they
+/// store a [`Packed`] of 40 bytes, and keep a `Stat` whole only for the
+/// rare measure that does not fit one (see [`Wide`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(align(64))]
 pub(crate) struct Stat {
     /// Exact sum of the positive values.
     pub pos: i128,
@@ -50,6 +59,16 @@ pub(crate) struct Stat {
 }
 
 impl Stat {
+    /// Whether a [`Packed`] holds this value exactly: both sums in `i64`,
+    /// the non-NULL count under 2^61, and no flag beyond the two known.
+    #[inline]
+    fn fits(&self) -> bool {
+        i64::try_from(self.pos).is_ok()
+            && i64::try_from(self.neg).is_ok()
+            && (0..NARROW_NN).contains(&self.nn)
+            && self.flags & !(MIN_UNKNOWN | MAX_UNKNOWN) == 0
+    }
+
     /// Whether removing `-w` copies of `v` (`w < 0`) is consistent with what
     /// the cell holds; a delete of a row never inserted shows up here.
     fn can_remove(&self, v: i64, w: i64, new_count: i64) -> bool {
@@ -178,12 +197,239 @@ impl Stat {
     }
 }
 
+/// A packed word holds the non-NULL count above this many flag bits.
+const TAG_BITS: u32 = 3;
+/// The largest non-NULL count a [`Packed`] holds, plus one (2^61).
+const NARROW_NN: i64 = 1 << (64 - TAG_BITS);
+/// The measure is wide: its `Stat` is in the block's [`Wide`] table.
+const WIDE: u64 = 4;
+
+/// One measure of one cell as a block stores it: 40 bytes, with no padding
+/// (five measures' worth fits where two cache-line `Stat`s did).
+///
+/// Narrow (`WIDE` clear): `pos` and `neg` are the exact sums, `tag` is
+/// `nn << 3 | flags`. Wide: exactly [`Packed::WIDE_MARK`], and the block's
+/// [`Wide`] table holds the `Stat`. A measure is wide exactly when its
+/// `Stat` does not fit ([`Stat::fits`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Packed {
+    pos: i64,
+    neg: i64,
+    min: i64,
+    max: i64,
+    tag: u64,
+}
+
+impl Packed {
+    /// What a wide measure stores in its block.
+    const WIDE_MARK: Packed = Packed {
+        pos: 0,
+        neg: 0,
+        min: 0,
+        max: 0,
+        tag: WIDE,
+    };
+
+    #[inline]
+    fn is_wide(&self) -> bool {
+        self.tag & WIDE != 0
+    }
+
+    /// The packed form of `s`, if it fits.
+    #[inline]
+    fn narrow(s: &Stat) -> Option<Packed> {
+        s.fits().then(|| Packed {
+            pos: s.pos as i64,
+            neg: s.neg as i64,
+            min: s.min,
+            max: s.max,
+            tag: (s.nn as u64) << TAG_BITS | u64::from(s.flags),
+        })
+    }
+
+    /// The value of a narrow measure.
+    #[inline]
+    fn unpack(&self) -> Stat {
+        Stat {
+            pos: i128::from(self.pos),
+            neg: i128::from(self.neg),
+            nn: (self.tag >> TAG_BITS) as i64,
+            min: self.min,
+            max: self.max,
+            flags: (self.tag & u64::from(MIN_UNKNOWN | MAX_UNKNOWN)) as u8,
+        }
+    }
+
+    /// The `dropped_carry_on_widening` mutation: `s` forced into 64 bits.
+    fn truncated(s: &Stat) -> Packed {
+        Packed {
+            pos: s.pos as i64,
+            neg: s.neg as i64,
+            min: s.min,
+            max: s.max,
+            tag: (s.nn as u64) << TAG_BITS | u64::from(s.flags & 3),
+        }
+    }
+}
+
+/// The exact `Stat`s of a block's wide measures, by the measure's index in
+/// the block's `Packed` column, sorted. Empty (and unallocated) unless a
+/// sum of the block left `i64`.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Wide(Vec<(usize, Stat)>);
+
+impl Wide {
+    #[inline(never)]
+    #[cold]
+    fn get(&self, i: usize) -> Stat {
+        match self.0.binary_search_by_key(&i, |e| e.0) {
+            Ok(k) => self.0[k].1,
+            // Only a broken block gets here; `Cells::check` reports it.
+            Err(_) => Stat::default(),
+        }
+    }
+
+    #[cold]
+    fn set(&mut self, i: usize, s: Stat) {
+        match self.0.binary_search_by_key(&i, |e| e.0) {
+            Ok(k) => self.0[k].1 = s,
+            Err(k) => self.0.insert(k, (i, s)),
+        }
+    }
+
+    #[cold]
+    fn remove(&mut self, i: usize) -> Option<Stat> {
+        let k = self.0.binary_search_by_key(&i, |e| e.0).ok()?;
+        let (_, s) = self.0.remove(k);
+        if self.0.is_empty() {
+            // A block back under i64 costs nothing extra.
+            self.0 = Vec::new();
+        }
+        Some(s)
+    }
+
+    fn bytes(&self) -> usize {
+        vec_bytes::<(usize, Stat)>(self.0.capacity())
+    }
+
+    /// The table matches the column: sorted, one entry per wide mark and
+    /// only there, and each entry a value that does not fit a `Packed`.
+    fn check(&self, stats: &[Packed]) -> Result<(), String> {
+        if !self.0.windows(2).all(|w| w[0].0 < w[1].0) {
+            return Err("the wide table is not sorted".into());
+        }
+        for &(i, ref s) in &self.0 {
+            if stats.get(i) != Some(&Packed::WIDE_MARK) {
+                return Err(format!("wide entry {i} has no wide mark"));
+            }
+            if s.fits() {
+                return Err(format!("wide entry {i} fits 64 bits: {s:?}"));
+            }
+        }
+        let marks = stats.iter().filter(|p| p.is_wide()).count();
+        if marks != self.0.len() || stats.iter().any(|p| p.is_wide() && *p != Packed::WIDE_MARK) {
+            return Err(format!(
+                "{marks} wide marks (or a malformed one) for {} wide entries",
+                self.0.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Read access to the measures of one cell.
+pub(crate) trait Stats {
+    fn stat(&self, j: usize) -> Stat;
+}
+
+/// Write access to the measures of one cell.
+pub(crate) trait StatsMut: Stats {
+    fn set_stat(&mut self, j: usize, s: Stat);
+}
+
+impl Stats for [Stat] {
+    #[inline]
+    fn stat(&self, j: usize) -> Stat {
+        self[j]
+    }
+}
+
+impl StatsMut for [Stat] {
+    #[inline]
+    fn set_stat(&mut self, j: usize, s: Stat) {
+        self[j] = s;
+    }
+}
+
+/// The measures of one stored cell.
+#[derive(Clone, Copy)]
+pub(crate) struct CellRef<'a> {
+    stats: &'a [Packed],
+    wide: &'a Wide,
+    /// Index of the cell's first measure in its block.
+    base: usize,
+}
+
+impl Stats for CellRef<'_> {
+    #[inline]
+    fn stat(&self, j: usize) -> Stat {
+        let p = &self.stats[j];
+        if p.is_wide() {
+            self.wide.get(self.base + j)
+        } else {
+            p.unpack()
+        }
+    }
+}
+
+/// The measures of one stored cell, writable.
+pub(crate) struct CellMut<'a> {
+    stats: &'a mut [Packed],
+    wide: &'a mut Wide,
+    base: usize,
+}
+
+impl Stats for CellMut<'_> {
+    #[inline]
+    fn stat(&self, j: usize) -> Stat {
+        let p = &self.stats[j];
+        if p.is_wide() {
+            self.wide.get(self.base + j)
+        } else {
+            p.unpack()
+        }
+    }
+}
+
+impl StatsMut for CellMut<'_> {
+    /// Store `s` packed if it fits, wide otherwise (and narrow again a
+    /// measure that came back under).
+    #[inline]
+    fn set_stat(&mut self, j: usize, s: Stat) {
+        let packed = Packed::narrow(&s).or_else(|| {
+            crate::mutation::active("dropped_carry_on_widening").then(|| Packed::truncated(&s))
+        });
+        match packed {
+            Some(p) => {
+                if self.stats[j].is_wide() {
+                    self.wide.remove(self.base + j);
+                }
+                self.stats[j] = p;
+            }
+            None => {
+                self.wide.set(self.base + j, s);
+                self.stats[j] = Packed::WIDE_MARK;
+            }
+        }
+    }
+}
+
 /// Apply `w` copies of a row to a cell (`w < 0` removes). Checks first, then
 /// writes, so a delete of a row the cell does not hold changes nothing.
 #[inline]
-pub(crate) fn apply_row(
+pub(crate) fn apply_row<S: StatsMut + ?Sized>(
     count: &mut i64,
-    stats: &mut [Stat],
+    stats: &mut S,
     w: i64,
     ms: &[MeasureValue],
 ) -> Result<(), PlaneError> {
@@ -195,7 +441,8 @@ pub(crate) fn apply_row(
         .filter(|&c| c >= 0)
         .ok_or(PlaneError::NegativeCount)?;
     if w < 0 {
-        for (s, mv) in stats.iter().zip(ms) {
+        for (j, mv) in ms.iter().enumerate() {
+            let s = stats.stat(j);
             let ok = match *mv {
                 MeasureValue::Int(v) => s.can_remove(v, w, new_count),
                 _ => s.nn <= new_count,
@@ -206,31 +453,47 @@ pub(crate) fn apply_row(
         }
     }
     *count = new_count;
-    for (s, mv) in stats.iter_mut().zip(ms) {
+    for (j, mv) in ms.iter().enumerate() {
         if let MeasureValue::Int(v) = *mv {
+            let mut s = stats.stat(j);
             s.add(v, w);
+            stats.set_stat(j, s);
         }
     }
     Ok(())
 }
 
-/// Add a whole cell of another plane (same measures) into this one.
-pub(crate) fn absorb_cell(count: &mut i64, stats: &mut [Stat], o_count: i64, o_stats: &[Stat]) {
+/// Add a whole cell of another plane (`m` measures) into this one.
+pub(crate) fn absorb_cell<S: StatsMut + ?Sized, O: Stats + ?Sized>(
+    count: &mut i64,
+    stats: &mut S,
+    o_count: i64,
+    o_stats: &O,
+    m: usize,
+) {
     *count += o_count;
-    for (s, o) in stats.iter_mut().zip(o_stats) {
-        s.absorb(o);
+    for j in 0..m {
+        let o = o_stats.stat(j);
+        if o.nn != 0 {
+            let mut s = stats.stat(j);
+            s.absorb(&o);
+            stats.set_stat(j, s);
+        }
     }
 }
 
-/// Check one cell (`count > 0`) and return nothing or why it is broken.
-pub(crate) fn check_cell(count: i64, stats: &[Stat]) -> Result<(), String> {
+/// Check one cell (`count > 0`) of `m` measures and return nothing or why
+/// it is broken.
+pub(crate) fn check_cell<S: Stats + ?Sized>(count: i64, stats: &S, m: usize) -> Result<(), String> {
     if count < 0 {
         return Err(format!("negative count {count}"));
     }
-    stats
-        .iter()
-        .enumerate()
-        .try_for_each(|(m, s)| s.check(count).map_err(|e| format!("measure {m}: {e}")))
+    (0..m).try_for_each(|j| {
+        stats
+            .stat(j)
+            .check(count)
+            .map_err(|e| format!("measure {j}: {e}"))
+    })
 }
 
 #[derive(Clone, Debug)]
@@ -251,7 +514,8 @@ pub(crate) struct Dense {
 struct Page {
     count: Vec<i64>,
     /// `slots × m`, cell-major.
-    stats: Vec<Stat>,
+    stats: Vec<Packed>,
+    wide: Wide,
 }
 
 /// Cells in hash maps, sharded by a hash of the key.
@@ -267,7 +531,8 @@ struct Shard {
     index: AHashMap<JointKey, u32>,
     keys: Vec<JointKey>,
     count: Vec<i64>,
-    stats: Vec<Stat>,
+    stats: Vec<Packed>,
+    wide: Wide,
 }
 
 #[inline]
@@ -276,13 +541,27 @@ fn shard_of(key: JointKey) -> usize {
 }
 
 impl Shard {
+    /// Swap-remove the empty cell `i`: the last cell moves into its place,
+    /// and so do its wide measures' entries.
     fn remove(&mut self, i: usize, m: usize) {
         self.index.remove(&self.keys[i]);
         let last = self.keys.len() - 1;
+        for j in 0..m {
+            if self.stats[i * m + j].is_wide() {
+                self.wide.remove(i * m + j);
+            }
+        }
         if i != last {
             self.keys[i] = self.keys[last];
             self.count[i] = self.count[last];
             self.stats.copy_within(last * m..(last + 1) * m, i * m);
+            for j in 0..m {
+                if self.stats[i * m + j].is_wide() {
+                    if let Some(s) = self.wide.remove(last * m + j) {
+                        self.wide.set(i * m + j, s);
+                    }
+                }
+            }
             self.index.insert(self.keys[i], i as u32);
         }
         self.keys.pop();
@@ -316,18 +595,18 @@ impl Cells {
 
     /// The cell at `key`, if it is not empty.
     #[inline]
-    pub fn get(&self, key: JointKey) -> Option<(i64, &[Stat])> {
+    pub fn get(&self, key: JointKey) -> Option<(i64, CellRef<'_>)> {
         match self {
             Cells::Dense(d) => {
                 let page = d.pages.get((key >> PAGE_BITS) as usize)?.as_deref()?;
                 let s = key as usize & (PAGE - 1);
                 let c = *page.count.get(s)?;
-                (c != 0).then(|| (c, &page.stats[s * d.m..(s + 1) * d.m]))
+                (c != 0).then(|| (c, page.cell(s, d.m)))
             }
             Cells::Sparse(sp) => {
                 let shard = sp.shards[shard_of(key)].as_deref()?;
                 let i = *shard.index.get(&key)? as usize;
-                Some((shard.count[i], &shard.stats[i * sp.m..(i + 1) * sp.m]))
+                Some((shard.count[i], shard.cell(i, sp.m)))
             }
         }
     }
@@ -336,7 +615,11 @@ impl Cells {
     /// the block it lives in first if a snapshot shares it. The caller keeps
     /// `key` inside the layout.
     #[inline]
-    pub fn update<R>(&mut self, key: JointKey, f: impl FnOnce(&mut i64, &mut [Stat]) -> R) -> R {
+    pub fn update<R>(
+        &mut self,
+        key: JointKey,
+        f: impl FnOnce(&mut i64, &mut CellMut<'_>) -> R,
+    ) -> R {
         match self {
             Cells::Dense(d) => {
                 let (slots, m) = (d.slots, d.m);
@@ -344,12 +627,18 @@ impl Cells {
                 let page = pages[(key >> PAGE_BITS) as usize].get_or_insert_with(|| {
                     Arc::new(Page {
                         count: vec![0; slots],
-                        stats: vec![Stat::default(); slots * m],
+                        stats: vec![Packed::default(); slots * m],
+                        wide: Wide::default(),
                     })
                 });
                 let page = Arc::make_mut(page);
                 let s = key as usize & (PAGE - 1);
-                f(&mut page.count[s], &mut page.stats[s * m..(s + 1) * m])
+                let mut cell = CellMut {
+                    stats: &mut page.stats[s * m..(s + 1) * m],
+                    wide: &mut page.wide,
+                    base: s * m,
+                };
+                f(&mut page.count[s], &mut cell)
             }
             Cells::Sparse(sp) => {
                 let m = sp.m;
@@ -363,11 +652,16 @@ impl Cells {
                         shard.index.insert(key, i as u32);
                         shard.keys.push(key);
                         shard.count.push(0);
-                        shard.stats.resize((i + 1) * m, Stat::default());
+                        shard.stats.resize((i + 1) * m, Packed::default());
                         i
                     }
                 };
-                let r = f(&mut shard.count[i], &mut shard.stats[i * m..(i + 1) * m]);
+                let mut cell = CellMut {
+                    stats: &mut shard.stats[i * m..(i + 1) * m],
+                    wide: &mut shard.wide,
+                    base: i * m,
+                };
+                let r = f(&mut shard.count[i], &mut cell);
                 if shard.count[i] == 0 {
                     shard.remove(i, m);
                 }
@@ -377,7 +671,7 @@ impl Cells {
     }
 
     /// Visit every non-empty cell.
-    pub fn for_each(&self, mut f: impl FnMut(JointKey, i64, &[Stat])) {
+    pub fn for_each(&self, mut f: impl FnMut(JointKey, i64, CellRef<'_>)) {
         match self {
             Cells::Dense(d) => {
                 for (p, page) in d.pages.iter().enumerate() {
@@ -385,7 +679,7 @@ impl Cells {
                     let base = (p as JointKey) << PAGE_BITS;
                     for (s, &c) in page.count.iter().enumerate() {
                         if c != 0 {
-                            f(base | s as JointKey, c, &page.stats[s * d.m..(s + 1) * d.m]);
+                            f(base | s as JointKey, c, page.cell(s, d.m));
                         }
                     }
                 }
@@ -393,7 +687,7 @@ impl Cells {
             Cells::Sparse(sp) => {
                 for shard in sp.shards.iter().flatten() {
                     for (i, (&k, &c)) in shard.keys.iter().zip(&shard.count).enumerate() {
-                        f(k, c, &shard.stats[i * sp.m..(i + 1) * sp.m]);
+                        f(k, c, shard.cell(i, sp.m));
                     }
                 }
             }
@@ -419,7 +713,8 @@ impl Cells {
                     .map(|p| {
                         arc_bytes::<Page>()
                             + vec_bytes::<i64>(p.count.capacity())
-                            + vec_bytes::<Stat>(p.stats.capacity())
+                            + vec_bytes::<Packed>(p.stats.capacity())
+                            + p.wide.bytes()
                     })
                     .sum();
                 arc_bytes::<Vec<Option<Arc<Page>>>>()
@@ -436,7 +731,8 @@ impl Cells {
                             + table_bytes::<(JointKey, u32)>(s.index.capacity())
                             + vec_bytes::<JointKey>(s.keys.capacity())
                             + vec_bytes::<i64>(s.count.capacity())
-                            + vec_bytes::<Stat>(s.stats.capacity())
+                            + vec_bytes::<Packed>(s.stats.capacity())
+                            + s.wide.bytes()
                     })
                     .sum();
                 arc_bytes::<Vec<Option<Arc<Shard>>>>()
@@ -447,8 +743,9 @@ impl Cells {
     }
 
     /// Structural invariants of the storage for a joint of `total_bits`:
-    /// the right form and block sizes, empty dense slots all zero, and a
-    /// sparse index that matches its cells (each in the shard of its key).
+    /// the right form and block sizes, empty dense slots all zero, a sparse
+    /// index that matches its cells (each in the shard of its key), and in
+    /// every block a wide table that matches its wide marks.
     pub fn check(&self, total_bits: u32, m: usize) -> Result<(), String> {
         let fresh = Cells::new(total_bits, m);
         match (self, &fresh) {
@@ -464,11 +761,12 @@ impl Cells {
                         if c == 0
                             && page.stats[s * m..(s + 1) * m]
                                 .iter()
-                                .any(|st| *st != Stat::default())
+                                .any(|st| *st != Packed::default())
                         {
                             return Err("an empty dense cell holds measure values".into());
                         }
                     }
+                    page.wide.check(&page.stats)?;
                 }
             }
             (Cells::Sparse(sp), Cells::Sparse(_)) => {
@@ -492,6 +790,7 @@ impl Cells {
                             return Err(format!("sparse key {k} is stored empty"));
                         }
                     }
+                    shard.wide.check(&shard.stats)?;
                 }
             }
             _ => {
@@ -501,6 +800,28 @@ impl Cells {
             }
         }
         Ok(())
+    }
+}
+
+impl Page {
+    #[inline]
+    fn cell(&self, s: usize, m: usize) -> CellRef<'_> {
+        CellRef {
+            stats: &self.stats[s * m..(s + 1) * m],
+            wide: &self.wide,
+            base: s * m,
+        }
+    }
+}
+
+impl Shard {
+    #[inline]
+    fn cell(&self, i: usize, m: usize) -> CellRef<'_> {
+        CellRef {
+            stats: &self.stats[i * m..(i + 1) * m],
+            wide: &self.wide,
+            base: i * m,
+        }
     }
 }
 
@@ -516,46 +837,46 @@ mod tests {
     fn deleting_the_minimum_makes_it_unknown_and_a_lower_insert_makes_it_exact() {
         let (mut c, mut s) = (0, [Stat::default()]);
         for v in [5, 3, 9] {
-            apply_row(&mut c, &mut s, 1, &ints(&[v])).unwrap();
+            apply_row(&mut c, &mut s[..], 1, &ints(&[v])).unwrap();
         }
         assert_eq!((s[0].min, s[0].max, s[0].flags), (3, 9, 0));
-        apply_row(&mut c, &mut s, -1, &ints(&[3])).unwrap();
+        apply_row(&mut c, &mut s[..], -1, &ints(&[3])).unwrap();
         assert_eq!(s[0].flags, MIN_UNKNOWN);
-        apply_row(&mut c, &mut s, 1, &ints(&[4])).unwrap();
+        apply_row(&mut c, &mut s[..], 1, &ints(&[4])).unwrap();
         assert_eq!(
             s[0].flags, MIN_UNKNOWN,
             "4 is above the bound 3: the minimum may be 4 or 5"
         );
-        apply_row(&mut c, &mut s, 1, &ints(&[2])).unwrap();
+        apply_row(&mut c, &mut s[..], 1, &ints(&[2])).unwrap();
         assert_eq!((s[0].min, s[0].flags), (2, 0));
-        check_cell(c, &s).unwrap();
+        check_cell(c, &s[..], 1).unwrap();
     }
 
     #[test]
     fn removing_the_last_value_clears_the_extrema() {
         let (mut c, mut s) = (0, [Stat::default()]);
-        apply_row(&mut c, &mut s, 1, &ints(&[7])).unwrap();
-        apply_row(&mut c, &mut s, 1, &[MeasureValue::Null]).unwrap();
-        apply_row(&mut c, &mut s, -1, &ints(&[7])).unwrap();
+        apply_row(&mut c, &mut s[..], 1, &ints(&[7])).unwrap();
+        apply_row(&mut c, &mut s[..], 1, &[MeasureValue::Null]).unwrap();
+        apply_row(&mut c, &mut s[..], -1, &ints(&[7])).unwrap();
         assert_eq!((c, s[0]), (1, Stat::default()));
     }
 
     #[test]
     fn a_delete_the_cell_cannot_hold_changes_nothing() {
         let (mut c, mut s) = (0, [Stat::default()]);
-        apply_row(&mut c, &mut s, 1, &ints(&[5])).unwrap();
+        apply_row(&mut c, &mut s[..], 1, &ints(&[5])).unwrap();
         let before = (c, s);
         for bad in [ints(&[3]), ints(&[6]), ints(&[-5])] {
             assert_eq!(
-                apply_row(&mut c, &mut s, -1, &bad),
+                apply_row(&mut c, &mut s[..], -1, &bad),
                 Err(PlaneError::NegativeCount)
             );
             assert_eq!((c, s), before);
         }
-        apply_row(&mut c, &mut s, -1, &[MeasureValue::Null]).unwrap_err();
-        apply_row(&mut c, &mut s, -1, &ints(&[5])).unwrap();
+        apply_row(&mut c, &mut s[..], -1, &[MeasureValue::Null]).unwrap_err();
+        apply_row(&mut c, &mut s[..], -1, &ints(&[5])).unwrap();
         assert_eq!(
-            apply_row(&mut c, &mut s, -1, &[MeasureValue::Null]),
+            apply_row(&mut c, &mut s[..], -1, &[MeasureValue::Null]),
             Err(PlaneError::NegativeCount)
         );
     }
@@ -609,10 +930,52 @@ mod tests {
         cells.check(40, 1).unwrap();
         let mut seen = 0;
         cells.for_each(|k, c, s| {
-            assert_eq!((c, s[0].pos), (1, (k >> 20) as i128));
+            assert_eq!((c, s.stat(0).pos), (1, (k >> 20) as i128));
             seen += 1;
         });
         assert_eq!(seen, 500);
         assert!(cells.get(2 << 20).is_none() && cells.get(3 << 20).is_some());
+    }
+
+    fn wide_entries(cells: &Cells) -> usize {
+        match cells {
+            Cells::Dense(d) => d.pages.iter().flatten().map(|p| p.wide.0.len()).sum(),
+            Cells::Sparse(sp) => sp.shards.iter().flatten().map(|s| s.wide.0.len()).sum(),
+        }
+    }
+
+    #[test]
+    fn a_non_null_count_past_2_pow_61_widens_and_narrows_again() {
+        let mut cells = Cells::new(4, 1);
+        let w = NARROW_NN;
+        cells
+            .update(3, |c, s| apply_row(c, s, w, &ints(&[1])))
+            .unwrap();
+        cells.check(4, 1).unwrap();
+        assert_eq!(wide_entries(&cells), 1);
+        let (c, s) = cells.get(3).unwrap();
+        assert_eq!((c, s.stat(0).nn, s.stat(0).pos), (w, w, w as i128));
+        check_cell(c, &s, 1).unwrap();
+        cells
+            .update(3, |c, s| apply_row(c, s, 1 - w, &ints(&[1])))
+            .unwrap();
+        cells.check(4, 1).unwrap();
+        assert_eq!(wide_entries(&cells), 0);
+        assert_eq!(cells.get(3).unwrap().1.stat(0).nn, 1);
+    }
+
+    #[test]
+    fn a_wide_mark_without_its_entry_fails_the_check() {
+        let mut cells = Cells::new(4, 1);
+        cells
+            .update(3, |c, s| apply_row(c, s, 2, &ints(&[i64::MAX])))
+            .unwrap();
+        cells.check(4, 1).unwrap();
+        let Cells::Dense(d) = &mut cells else {
+            unreachable!()
+        };
+        let page = Arc::make_mut(Arc::make_mut(&mut d.pages)[0].as_mut().unwrap());
+        page.wide = Wide::default();
+        assert!(cells.check(4, 1).is_err());
     }
 }

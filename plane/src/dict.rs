@@ -43,7 +43,9 @@ impl Dictionary {
     #[inline]
     pub fn code_ref(&self, value: DimRef<'_>) -> Option<Code> {
         match value {
-            DimRef::Null if crate::mutation::active("null_folded") && !self.values.is_empty() => Some(0),
+            DimRef::Null if crate::mutation::active("null_folded") && !self.values.is_empty() => {
+                Some(0)
+            }
             DimRef::Null => self.null,
             DimRef::Int(i) => self.ints.get(&i).copied(),
             DimRef::Text(s) => self.texts.get(s).copied(),

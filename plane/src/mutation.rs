@@ -2,7 +2,13 @@
 //! the `mutations` feature; without it `active` is a constant `false`.
 
 /// The plane's mutations, by name.
-pub const PLANE_MUTATIONS: &[&str] = &["dropped_carry", "stale_min_after_delete", "null_folded", "joint_off_by_one"];
+pub const PLANE_MUTATIONS: &[&str] = &[
+    "dropped_carry",
+    "dropped_carry_on_widening",
+    "stale_min_after_delete",
+    "null_folded",
+    "joint_off_by_one",
+];
 
 #[cfg(feature = "mutations")]
 mod imp {
@@ -14,7 +20,9 @@ mod imp {
     /// Switch on the named mutation if it is the plane's; any other name
     /// (or `None`) switches the plane's mutations off.
     pub fn set(name: Option<&str>) {
-        let i = name.and_then(|n| super::PLANE_MUTATIONS.iter().position(|m| *m == n)).map_or(0, |i| i + 1);
+        let i = name
+            .and_then(|n| super::PLANE_MUTATIONS.iter().position(|m| *m == n))
+            .map_or(0, |i| i + 1);
         ACTIVE.store(i, Ordering::Relaxed);
     }
 

@@ -3,7 +3,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::cells::{absorb_cell, apply_row, check_cell, Cells, Stat, MAX_UNKNOWN, MIN_UNKNOWN};
+use crate::cells::{
+    absorb_cell, apply_row, check_cell, Cells, Stats, StatsMut, MAX_UNKNOWN, MIN_UNKNOWN,
+};
 use crate::layout::{bits_for, Layout};
 use crate::mem::{arc_bytes, arc_str_bytes, vec_bytes};
 use crate::slice::UnknownCells;
@@ -94,10 +96,11 @@ impl State {
             return;
         }
         let new = Layout::for_lens(self.dicts.iter().map(|d| d.len()));
-        let mut cells = Cells::new(new.total, self.foreign.len());
+        let m = self.foreign.len();
+        let mut cells = Cells::new(new.total, m);
         self.cells.for_each(|key, count, stats| {
             cells.update(self.layout.repack(key, &new), |c, s| {
-                absorb_cell(c, s, count, stats)
+                absorb_cell(c, s, count, &stats, m)
             });
         });
         self.cells = cells;
@@ -456,12 +459,12 @@ impl Plane {
         let st = &self.state;
         if st.fault.is_some()
             || m >= st.foreign.len()
-            || st.cells.get(key).is_none_or(|(_, s)| s[m].nn == 0)
+            || st.cells.get(key).is_none_or(|(_, s)| s.stat(m).nn == 0)
         {
             return;
         }
-        Arc::make_mut(&mut self.state).cells.update(key, |_, s| {
-            let s: &mut Stat = &mut s[m];
+        Arc::make_mut(&mut self.state).cells.update(key, |_, cell| {
+            let mut s = cell.stat(m);
             if let Some(v) = min {
                 s.min = v;
                 s.flags &= !MIN_UNKNOWN;
@@ -470,6 +473,7 @@ impl Plane {
                 s.max = v;
                 s.flags &= !MAX_UNKNOWN;
             }
+            cell.set_stat(m, s);
         });
     }
 
@@ -551,13 +555,14 @@ impl Plane {
         let layout = Arc::clone(&st.layout);
         let nonempty = &mut st.nonempty;
         let cells = &mut st.cells;
+        let m = st.foreign.len();
         o.cells.for_each(|key, count, stats| {
             let to = (0..maps.len()).fold(0, |k, d| {
                 k | layout.place(d, maps[d][o.layout.code(key, d) as usize])
             });
             cells.update(to, |c, s| {
                 *nonempty += usize::from(*c == 0);
-                absorb_cell(c, s, count, stats);
+                absorb_cell(c, s, count, &stats, m);
             });
         });
         st.rows += o.rows;
@@ -625,7 +630,7 @@ impl Plane {
                 broken = Some(format!(
                     "non-empty cell {key:#x} has a code outside its dictionary"
                 ));
-            } else if let Err(e) = check_cell(count, stats) {
+            } else if let Err(e) = check_cell(count, &stats, nm) {
                 broken = Some(format!("cell {key:#x}: {e}"));
             }
             rows += count;

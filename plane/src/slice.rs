@@ -2,7 +2,7 @@
 
 use ahash::AHashMap;
 
-use crate::cells::{Stat, MAX_UNKNOWN, MIN_UNKNOWN};
+use crate::cells::{CellRef, Stats, MAX_UNKNOWN, MIN_UNKNOWN};
 use crate::layout::Layout;
 use crate::plane::State;
 use crate::{Code, JointKey, PlaneError};
@@ -286,7 +286,7 @@ impl Groups {
     }
 
     #[inline]
-    fn add(&mut self, key: JointKey, count: i64, stats: &[Stat]) {
+    fn add(&mut self, key: JointKey, count: i64, stats: CellRef<'_>) {
         let gk = self.gdims.iter().fold(0, |k, &(_, shift, mask, off)| {
             k | (key.wrapping_shr(shift) & mask) << off
         });
@@ -296,15 +296,15 @@ impl Groups {
         for acc in &mut self.accs[g * n..(g + 1) * n] {
             match acc {
                 Acc::Rows(c) => *c += count,
-                Acc::NonNull { m, n } => *n += stats[*m].nn,
+                Acc::NonNull { m, n } => *n += stats.stat(*m).nn,
                 Acc::Sum { m, nn, pos, neg } => {
-                    let s = &stats[*m];
+                    let s = stats.stat(*m);
                     *nn += s.nn;
                     *pos += s.pos;
                     *neg += s.neg;
                 }
                 Acc::Min { m, v } => {
-                    let s = &stats[*m];
+                    let s = stats.stat(*m);
                     if s.nn > 0 {
                         if s.flags & MIN_UNKNOWN != 0 {
                             unknown.push((key, *m));
@@ -314,7 +314,7 @@ impl Groups {
                     }
                 }
                 Acc::Max { m, v } => {
-                    let s = &stats[*m];
+                    let s = stats.stat(*m);
                     if s.nn > 0 {
                         if s.flags & MAX_UNKNOWN != 0 {
                             unknown.push((key, *m));

@@ -1,0 +1,56 @@
+//! The memory figure of `docs/design.md` and `docs/benchmarks.md`: the
+//! benchmarks' 14-bit, 3-measure dashboard plane (4 × 5 × 12 × 3 × 6 values,
+//! 1,000,000 rows, built exactly as `benches/plane.rs` builds it).
+//!
+//! Run: `cargo test -p pleroma-plane --test bytes -- --nocapture`
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int64Array};
+use pleroma_plane::{Plane, PlaneConfig};
+
+/// The benches' xorshift, so the plane is the benches' plane.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn int_column(rng: &mut Rng, rows: usize, n: u64) -> ArrayRef {
+    Arc::new(Int64Array::from_iter_values(
+        (0..rows).map(|_| rng.below(n) as i64),
+    ))
+}
+
+#[test]
+fn the_dashboard_plane_takes_at_most_0_92_mb() {
+    let rows = 1_000_000;
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let dims = [4, 5, 12, 3, 6]
+        .iter()
+        .map(|&n| int_column(&mut rng, rows, n))
+        .collect::<Vec<_>>();
+    let measures = (0..3)
+        .map(|_| int_column(&mut rng, rows, 100_000))
+        .collect::<Vec<_>>();
+    let names = |p: &str, n: usize| (0..n).map(|i| format!("{p}{i}")).collect();
+    let plane = Plane::build_from_arrow(
+        PlaneConfig::new(names("d", 5), names("m", 3)),
+        &dims,
+        &measures,
+    )
+    .unwrap();
+    assert_eq!((plane.joint_bits(), plane.cells()), (14, 4320));
+    let bytes = plane.bytes();
+    println!(
+        "dashboard plane: {bytes} bytes ({} KiB, {:.3} MB)",
+        bytes / 1024,
+        bytes as f64 / 1e6
+    );
+    assert!(bytes <= 920_000, "{bytes} bytes");
+}
