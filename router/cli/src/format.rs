@@ -39,11 +39,17 @@ impl Mode {
     }
 }
 
-/// How results are printed: the mode and whether list and CSV show headers.
-#[derive(Clone, Copy, Debug)]
+/// How results are printed: the mode, whether list and CSV show headers,
+/// the text of NULL and the separators of list and CSV mode.
+#[derive(Clone, Debug)]
 pub(crate) struct Printer {
     pub(crate) mode: Mode,
     pub(crate) headers: bool,
+    /// `.nullvalue`: printed for NULL in list, CSV and box mode.
+    pub(crate) null_value: String,
+    /// `.separator COL ROW`.
+    pub(crate) col_sep: String,
+    pub(crate) row_sep: String,
 }
 
 impl Default for Printer {
@@ -51,11 +57,34 @@ impl Default for Printer {
         Printer {
             mode: Mode::List,
             headers: false,
+            null_value: String::new(),
+            col_sep: "|".into(),
+            row_sep: "\n".into(),
         }
     }
 }
 
 impl Printer {
+    /// `.mode`: as in sqlite3, list and CSV mode set their separators.
+    pub(crate) fn set_mode(&mut self, mode: Mode) {
+        self.mode = mode;
+        let (col, row) = match mode {
+            Mode::List => ("|", "\n"),
+            Mode::Csv => (",", "\r\n"),
+            Mode::Box | Mode::Json => return,
+        };
+        self.col_sep = col.into();
+        self.row_sep = row.into();
+    }
+
+    /// A value's bytes, NULL as `.nullvalue` sets it.
+    fn cell(&self, v: &Value) -> Vec<u8> {
+        match v {
+            Value::Null => self.null_value.as_bytes().to_vec(),
+            v => text_bytes(v),
+        }
+    }
+
     /// Print a statement's result set; a statement without columns prints
     /// nothing, and neither does an empty result (as in `sqlite3`).
     pub(crate) fn print(&self, out: &mut dyn Write, rows: &Rows) -> io::Result<()> {
@@ -64,24 +93,26 @@ impl Printer {
         }
         match self.mode {
             Mode::List => self.list(out, rows),
-            Mode::Box => boxed(out, rows),
+            Mode::Box => self.boxed(out, rows),
             Mode::Csv => self.csv(out, rows),
             Mode::Json => json(out, rows),
         }
     }
 
     fn list(&self, out: &mut dyn Write, rows: &Rows) -> io::Result<()> {
+        let (col, row_sep) = (self.col_sep.as_bytes(), self.row_sep.as_bytes());
         if self.headers && !rows.rows.is_empty() {
-            writeln!(out, "{}", rows.columns.join("|"))?;
+            out.write_all(rows.columns.join(&self.col_sep).as_bytes())?;
+            out.write_all(row_sep)?;
         }
         for row in &rows.rows {
             for (i, v) in row.iter().enumerate() {
                 if i > 0 {
-                    out.write_all(b"|")?;
+                    out.write_all(col)?;
                 }
-                out.write_all(&text_bytes(v))?;
+                out.write_all(&self.cell(v))?;
             }
-            out.write_all(b"\n")?;
+            out.write_all(row_sep)?;
         }
         Ok(())
     }
@@ -92,13 +123,14 @@ impl Printer {
          -> io::Result<()> {
             for (i, cell) in cells.enumerate() {
                 if i > 0 {
-                    out.write_all(b",")?;
+                    out.write_all(self.col_sep.as_bytes())?;
                 }
-                if let Some(bytes) = cell {
-                    out.write_all(&csv_field(&bytes))?;
+                match cell {
+                    Some(bytes) => out.write_all(&csv_field(&bytes, self.col_sep.as_bytes()))?,
+                    None => out.write_all(self.null_value.as_bytes())?,
                 }
             }
-            out.write_all(b"\r\n")
+            out.write_all(self.row_sep.as_bytes())
         };
         if self.headers && !rows.rows.is_empty() {
             line(
@@ -213,13 +245,14 @@ fn with_point(s: &str) -> String {
     }
 }
 
-/// `sqlite3` quotes a CSV field that is empty or holds a quote, comma,
-/// space, control character or any non-ASCII byte.
-fn csv_field(bytes: &[u8]) -> Vec<u8> {
+/// `sqlite3` quotes a CSV field that is empty or holds a quote, the column
+/// separator, a space, control character or any non-ASCII byte.
+fn csv_field(bytes: &[u8], sep: &[u8]) -> Vec<u8> {
     let needs_quote = bytes.is_empty()
         || bytes
             .iter()
-            .any(|&b| b <= b' ' || b == b'"' || b == b'\'' || b == b',' || b >= 0x7f);
+            .any(|&b| b <= b' ' || b == b'"' || b == b'\'' || b >= 0x7f)
+        || (!sep.is_empty() && bytes.windows(sep.len()).any(|w| w == sep));
     if !needs_quote {
         return bytes.to_vec();
     }
@@ -272,61 +305,63 @@ fn json_value(v: &Value) -> String {
     }
 }
 
-fn boxed(out: &mut dyn Write, rows: &Rows) -> io::Result<()> {
-    if rows.rows.is_empty() {
-        return Ok(());
-    }
-    let cells: Vec<Vec<String>> = rows
-        .rows
-        .iter()
-        .map(|r| {
-            r.iter()
-                .map(|v| String::from_utf8_lossy(&text_bytes(v)).into_owned())
-                .collect()
-        })
-        .collect();
-    let widths: Vec<usize> = rows
-        .columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            cells
-                .iter()
-                .map(|r| width(&r[i]))
-                .chain([width(c)])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let rule = |l: &str, m: &str, r: &str| {
-        let bars: Vec<String> = widths.iter().map(|w| "─".repeat(w + 2)).collect();
-        format!("{l}{}{r}\n", bars.join(m))
-    };
-    out.write_all(rule("┌", "┬", "┐").as_bytes())?;
-    let head: Vec<String> = rows
-        .columns
-        .iter()
-        .zip(&widths)
-        .map(|(c, &w)| {
-            let left = (w - width(c)) / 2;
-            format!(
-                " {}{c}{} ",
-                " ".repeat(left),
-                " ".repeat(w - width(c) - left)
-            )
-        })
-        .collect();
-    writeln!(out, "│{}│", head.join("│"))?;
-    out.write_all(rule("├", "┼", "┤").as_bytes())?;
-    for row in &cells {
-        let line: Vec<String> = row
+impl Printer {
+    fn boxed(&self, out: &mut dyn Write, rows: &Rows) -> io::Result<()> {
+        if rows.rows.is_empty() {
+            return Ok(());
+        }
+        let cells: Vec<Vec<String>> = rows
+            .rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|v| String::from_utf8_lossy(&self.cell(v)).into_owned())
+                    .collect()
+            })
+            .collect();
+        let widths: Vec<usize> = rows
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                cells
+                    .iter()
+                    .map(|r| width(&r[i]))
+                    .chain([width(c)])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let rule = |l: &str, m: &str, r: &str| {
+            let bars: Vec<String> = widths.iter().map(|w| "─".repeat(w + 2)).collect();
+            format!("{l}{}{r}\n", bars.join(m))
+        };
+        out.write_all(rule("┌", "┬", "┐").as_bytes())?;
+        let head: Vec<String> = rows
+            .columns
             .iter()
             .zip(&widths)
-            .map(|(c, &w)| format!(" {c}{} ", " ".repeat(w - width(c))))
+            .map(|(c, &w)| {
+                let left = (w - width(c)) / 2;
+                format!(
+                    " {}{c}{} ",
+                    " ".repeat(left),
+                    " ".repeat(w - width(c) - left)
+                )
+            })
             .collect();
-        writeln!(out, "│{}│", line.join("│"))?;
+        writeln!(out, "│{}│", head.join("│"))?;
+        out.write_all(rule("├", "┼", "┤").as_bytes())?;
+        for row in &cells {
+            let line: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .map(|(c, &w)| format!(" {c}{} ", " ".repeat(w - width(c))))
+                .collect();
+            writeln!(out, "│{}│", line.join("│"))?;
+        }
+        out.write_all(rule("└", "┴", "┘").as_bytes())
     }
-    out.write_all(rule("└", "┴", "┘").as_bytes())
 }
 
 fn width(s: &str) -> usize {
@@ -387,7 +422,8 @@ mod tests {
         assert_eq!(
             render(Printer {
                 mode: Mode::List,
-                headers: true
+                headers: true,
+                ..Printer::default()
             }),
             "i|s\n1|a,b\n|é\n"
         );
@@ -396,9 +432,10 @@ mod tests {
     #[test]
     fn csv_mode_quotes_as_sqlite3_does() {
         assert_eq!(
-            render(Printer {
-                mode: Mode::Csv,
-                headers: false
+            render({
+                let mut p = Printer::default();
+                p.set_mode(Mode::Csv);
+                p
             }),
             "1,\"a,b\"\r\n,\"é\"\r\n"
         );
@@ -409,7 +446,8 @@ mod tests {
         assert_eq!(
             render(Printer {
                 mode: Mode::Json,
-                headers: false
+                headers: false,
+                ..Printer::default()
             }),
             "[{\"i\":1,\"s\":\"a,b\"},\n{\"i\":null,\"s\":\"é\"}]\n"
         );
@@ -451,7 +489,8 @@ mod tests {
         assert_eq!(
             render(Printer {
                 mode: Mode::Box,
-                headers: false
+                headers: false,
+                ..Printer::default()
             }),
             want
         );

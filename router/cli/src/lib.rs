@@ -1,6 +1,7 @@
 #![doc = include_str!("../../../README.md")]
 
 mod demo;
+mod dump;
 mod format;
 mod import;
 mod session;
@@ -114,13 +115,19 @@ fn run_sql(path: PathBuf, args: &[String]) -> anyhow::Result<ExitCode> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     for arg in args {
         if arg.trim_start().starts_with('.') {
-            if let Flow::Exit(code) = s.dot(arg, &mut out)? {
-                return Ok(ExitCode::from(code));
+            match s.dot(arg, &mut out)? {
+                Flow::Continue => {}
+                Flow::Quit => break,
+                Flow::Exit(code) => {
+                    out.flush()?;
+                    return Ok(ExitCode::from(code));
+                }
             }
         } else {
             s.run_sql(arg, Source::Argument, &mut out)?;
         }
         if s.errors > 0 {
+            out.flush()?;
             return Ok(ExitCode::FAILURE);
         }
     }

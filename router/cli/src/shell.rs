@@ -85,9 +85,29 @@ impl Gatherer {
     }
 }
 
-fn script(s: &mut Session, mut input: impl BufRead) -> anyhow::Result<ExitCode> {
+fn script(s: &mut Session, input: impl BufRead) -> anyhow::Result<ExitCode> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
+    let flow = run_script(s, input, &mut out)?;
+    out.flush()?;
+    Ok(match flow {
+        // `.exit N` exits with N at once.
+        Flow::Exit(code) if code != 0 => ExitCode::from(code),
+        // The end of input and `.quit` (and `.exit`): errors make it 1.
+        _ if s.errors > 0 => ExitCode::FAILURE,
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// Run `input` as a script (standard input, or a `.read` file), its errors
+/// worded with its own line numbers. It ends at the end of input or at
+/// `.quit` (returning [`Flow::Continue`]), or at `.exit`, or, after
+/// `.bail on`, at the first error (returning [`Flow::Exit`]).
+pub(crate) fn run_script(
+    s: &mut Session,
+    mut input: impl BufRead,
+    out: &mut dyn Write,
+) -> io::Result<Flow> {
     let mut g = Gatherer::new(true);
     let mut buf = Vec::new();
     loop {
@@ -97,26 +117,24 @@ fn script(s: &mut Session, mut input: impl BufRead) -> anyhow::Result<ExitCode> 
         }
         let text = String::from_utf8_lossy(&buf);
         let line = text.trim_end_matches('\n').trim_end_matches('\r');
-        match g.feed(s, line, &mut out)? {
+        let errors = s.errors;
+        match g.feed(s, line, out)? {
             Flow::Continue => {}
-            // `.quit` ends the script like the end of input (errors still
-            // make it exit 1); `.exit N` exits with N at once.
-            Flow::Exit(0) => break,
-            Flow::Exit(code) => {
-                out.flush()?;
-                return Ok(ExitCode::from(code));
-            }
+            Flow::Quit => return Ok(Flow::Continue),
+            Flow::Exit(code) => return Ok(Flow::Exit(code)),
+        }
+        if s.bail && s.errors > errors {
+            return Ok(Flow::Exit(1));
         }
     }
     if g.pending() {
-        g.flush(s, &mut out)?;
+        let errors = s.errors;
+        g.flush(s, out)?;
+        if s.bail && s.errors > errors {
+            return Ok(Flow::Exit(1));
+        }
     }
-    out.flush()?;
-    Ok(if s.errors > 0 {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(Flow::Continue)
 }
 
 fn interactive(s: &mut Session, path: Option<&Path>) -> anyhow::Result<ExitCode> {
@@ -147,8 +165,10 @@ fn interactive(s: &mut Session, path: Option<&Path>) -> anyhow::Result<ExitCode>
                 if !line.trim().is_empty() {
                     editor.add_history_entry(line.as_str())?;
                 }
-                if let Flow::Exit(code) = g.feed(s, &line, &mut out)? {
-                    break code;
+                match g.feed(s, &line, &mut out)? {
+                    Flow::Continue => {}
+                    Flow::Quit => break 0,
+                    Flow::Exit(code) => break code,
                 }
             }
             // Ctrl-C drops the statement being typed, as in sqlite3.

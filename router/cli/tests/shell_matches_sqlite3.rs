@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{have_sqlite3, run, shell};
+use common::{require_sqlite3, run, shell};
 
 const SETUP: &str = "\
 CREATE TABLE t(id INTEGER PRIMARY KEY, region TEXT, qty INTEGER, price REAL, note);
@@ -58,10 +58,7 @@ SELECT 'no semicolon at the end'
 
 #[test]
 fn shell_output_matches_sqlite3() {
-    if !have_sqlite3() {
-        println!("skipped: the sqlite3 program is not installed");
-        return;
-    }
+    require_sqlite3();
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("sqlite3.db"), dir.path().join("pleroma.db"));
     let script = format!("{SETUP}{QUERIES}");
@@ -75,10 +72,7 @@ fn shell_output_matches_sqlite3() {
 
 #[test]
 fn shell_output_with_a_plane_matches_sqlite3() {
-    if !have_sqlite3() {
-        println!("skipped: the sqlite3 program is not installed");
-        return;
-    }
+    require_sqlite3();
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("sqlite3.db"), dir.path().join("pleroma.db"));
     let setup = SETUP.replace("9223372036854775807", "40");
@@ -108,10 +102,7 @@ SELECT region, SUM(qty) FROM t GROUP BY region ORDER BY region;
 
 #[test]
 fn quit_and_exit_end_the_script_as_in_sqlite3() {
-    if !have_sqlite3() {
-        println!("skipped: the sqlite3 program is not installed");
-        return;
-    }
+    require_sqlite3();
     let dir = tempfile::tempdir().unwrap();
     for script in [
         "SELECT * FROM nope;\n.quit\nSELECT 'not reached';\n",

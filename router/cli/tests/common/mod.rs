@@ -23,7 +23,16 @@ fn finish(out: Output) -> Ran {
 
 /// Run `program args` with `stdin` as its standard input.
 pub fn run(program: &str, args: &[&str], stdin: &str) -> Ran {
-    let mut child = Command::new(program)
+    run_in(None, program, args, stdin)
+}
+
+/// `run`, in directory `dir` if given.
+pub fn run_in(dir: Option<&Path>, program: &str, args: &[&str], stdin: &str) -> Ran {
+    let mut command = Command::new(program);
+    if let Some(d) = dir {
+        command.current_dir(d);
+    }
+    let mut child = command
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -65,4 +74,14 @@ pub fn have_sqlite3() -> bool {
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false)
+}
+
+/// Fail the test, saying what to install, unless the `sqlite3` program is
+/// on the PATH: a test that diffs against it must not pass by doing nothing.
+pub fn require_sqlite3() {
+    assert!(
+        have_sqlite3(),
+        "the sqlite3 program is not on PATH: install it (Debian/Ubuntu: apt-get install sqlite3) \
+         or run the README's test command, which does"
+    );
 }
