@@ -18,5 +18,6 @@ pub mod repro;
 pub mod rng;
 pub mod runner;
 pub mod schema;
+pub mod shared;
 
 pub use runner::{run, run_mutations, Config, Report};
