@@ -61,7 +61,7 @@ pub fn run(seed: u64, conns: usize, steps: usize, outside: bool) -> Result<Stats
             c.execute(
                 "INSERT INTO t(g, m, u) VALUES (?1, ?2, ?3)",
                 &[
-                    text(*rng.pick(&GROUPS[..])),
+                    text(rng.pick::<&str>(&GROUPS)),
                     Value::Integer(rng.range(-5, 9)),
                     Value::Integer(i),
                 ],
@@ -86,7 +86,7 @@ pub fn run(seed: u64, conns: usize, steps: usize, outside: bool) -> Result<Stats
         if outside && rng.chance(0.03) {
             let _ = plain.execute(
                 "INSERT INTO t(g, m) VALUES (?1, ?2)",
-                rusqlite::params![*rng.pick(&GROUPS[..]), rng.range(0, 9)],
+                rusqlite::params![*rng.pick::<&str>(&GROUPS), rng.range(0, 9)],
             );
             continue;
         }
@@ -116,9 +116,9 @@ pub fn run(seed: u64, conns: usize, steps: usize, outside: bool) -> Result<Stats
             }
             (false, 3) => {
                 c.execute_batch("BEGIN")?;
-                check(c, *rng.pick(&SERVED[..]), &mut st).with_context(ctx)?;
+                check(c, rng.pick::<&str>(&SERVED), &mut st).with_context(ctx)?;
             }
-            (false, 4) => check(c, *rng.pick(&SERVED[..]), &mut st).with_context(ctx)?,
+            (false, 4) => check(c, rng.pick::<&str>(&SERVED), &mut st).with_context(ctx)?,
             (false, _) => check(c, DECLINED, &mut st).with_context(ctx)?,
             // In a transaction.
             (true, 0) => drop(c.execute_batch(&write(&mut rng, &mut next_u))),
@@ -126,7 +126,7 @@ pub fn run(seed: u64, conns: usize, steps: usize, outside: bool) -> Result<Stats
             (true, 2) => drop(c.execute_batch(&format!("SAVEPOINT s{}", rng.below(2)))),
             (true, 3) => drop(c.execute_batch(&format!("ROLLBACK TO s{}", rng.below(2)))),
             (true, 4) => drop(c.execute_batch(&format!("RELEASE s{}", rng.below(2)))),
-            (true, 5) => check(c, *rng.pick(&SERVED[..]), &mut st).with_context(ctx)?,
+            (true, 5) => check(c, rng.pick::<&str>(&SERVED), &mut st).with_context(ctx)?,
             (true, 6) => check(c, DECLINED, &mut st).with_context(ctx)?,
             (true, 7) => drop(c.execute_batch("COMMIT")),
             (true, _) => c.execute_batch("ROLLBACK")?,
@@ -190,7 +190,7 @@ fn write(rng: &mut Rng, next_u: &mut i64) -> String {
             *next_u += 1;
             format!(
                 "INSERT INTO t(g, m, u) VALUES ('{}', {}, {})",
-                *rng.pick(&GROUPS[..]),
+                *rng.pick::<&str>(&GROUPS),
                 rng.range(-5, 9),
                 next_u
             )
@@ -202,7 +202,7 @@ fn write(rng: &mut Rng, next_u: &mut i64) -> String {
         ),
         2 => format!(
             "UPDATE t SET g = '{}' WHERE id % 9 = {}",
-            *rng.pick(&GROUPS[..]),
+            *rng.pick::<&str>(&GROUPS),
             rng.below(9)
         ),
         _ => format!("DELETE FROM t WHERE id % 13 = {}", rng.below(13)),
@@ -214,7 +214,7 @@ fn failing(rng: &mut Rng) -> String {
     match rng.below(2) {
         0 => format!(
             "INSERT INTO t(g, m) VALUES ('{}', 1), ('a', abs(-9223372036854775808))",
-            *rng.pick(&GROUPS[..])
+            *rng.pick::<&str>(&GROUPS)
         ),
         _ => "UPDATE t SET u = 7 WHERE u IS NOT NULL".into(),
     }
