@@ -586,6 +586,12 @@ impl Plane {
         self.state = Arc::clone(&snap.0.state);
     }
 
+    /// Whether the working copy is still exactly `snap`: nothing written
+    /// since it was taken (or restored). O(1), a pointer comparison.
+    pub fn is_at(&self, snap: &Snapshot) -> bool {
+        Arc::ptr_eq(&self.state, &snap.0.state)
+    }
+
     /// Check every invariant (listed in `docs/design.md`); `Err` names the
     /// first one broken.
     pub fn validate(&self) -> Result<(), PlaneError> {

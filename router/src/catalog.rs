@@ -125,6 +125,12 @@ impl PlaneEntry {
         }
     }
 
+    /// Whether the entry is still exactly `s` (so restoring it changes
+    /// nothing, and a memo of its answers stays valid).
+    pub fn is_at(&self, s: &EntrySnapshot) -> bool {
+        self.plane.is_at(&s.plane) && Arc::ptr_eq(&self.cols, &s.cols) && self.broken == s.broken
+    }
+
     pub fn out_of_service(&self) -> Option<String> {
         self.broken
             .clone()

@@ -446,10 +446,18 @@ impl Connection {
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         let same = shared.defs_match(&p.entries);
         if same {
+            // A commit that changed no plane (another table, or the same
+            // state published again) leaves the memo valid.
+            let mut changed = false;
             for (e, pe) in shared.entries_mut().iter_mut().zip(&p.entries) {
-                e.restore(&pe.snap);
+                if !e.is_at(&pe.snap) {
+                    e.restore(&pe.snap);
+                    changed = true;
+                }
             }
-            shared.bump_writes();
+            if changed {
+                shared.bump_writes();
+            }
         } else {
             let entries = p
                 .entries

@@ -222,3 +222,44 @@ fn readers_on_other_threads_see_only_committed_states() {
         assert_eq!(rebuilt, 0);
     }
 }
+
+#[test]
+fn a_commit_that_changes_no_plane_keeps_the_memo() {
+    let (_dir, path) = setup();
+    let mut a = open(&path);
+    let mut b = open(&path);
+    a.execute_batch("CREATE TABLE other(x INTEGER)").unwrap();
+    check(&mut b);
+    let q = QUERIES[1];
+    b.query(q, &[]).unwrap();
+    assert_eq!(b.last_route().kind, RouteKind::Memo);
+    a.execute_batch("INSERT INTO other VALUES (1)").unwrap();
+    assert_eq!(
+        b.query(q, &[]).unwrap().rows,
+        sqlite_rows(b.sqlite(), q, &[]).unwrap()
+    );
+    assert_eq!(b.last_route().kind, RouteKind::Memo, "{:?}", b.last_route());
+    a.execute_batch("INSERT INTO t(g, m) VALUES ('a', 5)")
+        .unwrap();
+    assert_eq!(
+        b.query(q, &[]).unwrap().rows,
+        sqlite_rows(b.sqlite(), q, &[]).unwrap()
+    );
+    assert_eq!(b.last_route().kind, RouteKind::Plane);
+}
+
+#[test]
+fn a_connection_moves_between_threads_and_what_they_share_is_sync() {
+    fn send<T: Send>() {}
+    send::<Connection>();
+    let (_dir, path) = setup();
+    let mut c = open(&path);
+    c.query(QUERIES[0], &[]).unwrap();
+    let mut c = std::thread::spawn(move || {
+        check(&mut c);
+        c
+    })
+    .join()
+    .unwrap();
+    check(&mut c);
+}
