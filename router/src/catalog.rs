@@ -8,8 +8,6 @@ use rusqlite::types::ValueRef;
 use smallvec::SmallVec;
 
 use crate::affinity::Affinity;
-use crate::database::PublishedEntry;
-use crate::hook::Shared;
 
 /// The catalog table; one row per attached plane.
 const CATALOG: &str = "pleroma_catalog";
@@ -83,9 +81,9 @@ pub(crate) struct PlaneEntry {
 /// change, saved in O(1): what ROLLBACK and ROLLBACK TO restore.
 #[derive(Clone)]
 pub(crate) struct EntrySnapshot {
-    plane: Snapshot,
-    cols: Arc<ColumnMap>,
-    broken: Option<String>,
+    pub(crate) plane: Snapshot,
+    pub(crate) cols: Arc<ColumnMap>,
+    pub(crate) broken: Option<String>,
 }
 
 impl PlaneEntry {
@@ -102,26 +100,6 @@ impl PlaneEntry {
         if !crate::mutation::active("schema_not_restored") {
             self.cols = s.cols.clone();
             self.broken = s.broken.clone();
-        }
-    }
-
-    /// An entry from another connection's published planes, keeping this
-    /// connection's counters of the same plane (`old`).
-    pub fn from_published(p: &PublishedEntry, old: Option<&PlaneEntry>) -> PlaneEntry {
-        let mut config = PlaneConfig::new(p.def.dims.clone(), p.def.measures.clone());
-        config.cap = p.def.cap;
-        let mut plane = Plane::new(config);
-        plane.restore(&p.snap.plane);
-        PlaneEntry {
-            def: p.def.clone(),
-            cols: p.snap.cols.clone(),
-            plane,
-            broken: p.snap.broken.clone(),
-            served: old.map_or(0, |o| o.served),
-            declined: old.map_or(0, |o| o.declined),
-            rebuilds: old.map_or(0, |o| o.rebuilds),
-            rebuild_ms: old.map_or(0.0, |o| o.rebuild_ms),
-            last_rebuild: old.and_then(|o| o.last_rebuild),
         }
     }
 
@@ -450,7 +428,10 @@ pub(crate) fn build_entry(db: &rusqlite::Connection, def: PlaneDef) -> PlaneEntr
 
 /// Find each column's index and affinity; fails if the table or a column
 /// has gone, or if a temp table shadows the table.
-fn resolve_columns(db: &rusqlite::Connection, entry: &mut PlaneEntry) -> Result<(), String> {
+pub(crate) fn resolve_columns(
+    db: &rusqlite::Connection,
+    entry: &mut PlaneEntry,
+) -> Result<(), String> {
     let t = &entry.def.table;
     let shadow: bool = db
         .query_row("SELECT count(*) FROM temp.sqlite_master WHERE type IN ('table','view') AND name = ?1 COLLATE NOCASE", [t], |r| r.get::<_, i64>(0))
@@ -791,103 +772,8 @@ impl Rebuild {
     }
 }
 
-/// Build `e` again from its table, keeping its counters.
-fn rebuild_entry(db: &rusqlite::Connection, e: &mut PlaneEntry, why: Rebuild) {
-    let start = std::time::Instant::now();
-    let mut fresh = build_entry(db, e.def.clone());
-    fresh.served = e.served;
-    fresh.declined = e.declined;
-    fresh.rebuilds = e.rebuilds + 1;
-    fresh.rebuild_ms = e.rebuild_ms + start.elapsed().as_secs_f64() * 1e3;
-    fresh.last_rebuild = Some(why);
-    *e = fresh;
-}
-
-/// The plane of `table` and the limbs whose fact table it is (both sides),
-/// from the table.
-pub(crate) fn rebuild_one(
-    db: &rusqlite::Connection,
-    shared: &mut Shared,
-    table: &str,
-    why: Rebuild,
-) {
-    let ours = |e: &PlaneEntry| match e.def.limb() {
-        None => e.def.table.eq_ignore_ascii_case(table),
-        Some(l) => l.fact.eq_ignore_ascii_case(table),
-    };
-    for e in shared.entries_mut().iter_mut().filter(|e| ours(e)) {
-        rebuild_entry(db, e, why);
-    }
-    shared.bump_writes();
-}
-
-/// The planes and limbs recorded in the catalog, built from their tables.
-pub(crate) fn load_entries(db: &rusqlite::Connection) -> rusqlite::Result<Vec<PlaneEntry>> {
-    let defs = load(db)?;
-    let mut entries: Vec<PlaneEntry> = defs.iter().map(|d| build_entry(db, d.clone())).collect();
-    for l in load_limbs(db)? {
-        let Some(fact) = defs.iter().find(|d| d.table == l.fact) else {
-            continue;
-        };
-        // A limb whose tables or columns went away stays out of the way:
-        // its joins run on SQLite.
-        if let Ok((f, d)) = limb_defs(db, fact, &l.fact_key, &l.dim, &l.dim_key) {
-            entries.push(build_entry(db, f));
-            entries.push(build_entry(db, d));
-        }
-    }
-    Ok(entries)
-}
-
-/// After another connection's or process's commit: the planes the catalog
-/// now lists, built from their tables, each keeping its counters and
-/// counted as a rebuild.
-pub(crate) fn reload_all(db: &rusqlite::Connection, shared: &mut Shared) -> rusqlite::Result<()> {
-    let start = std::time::Instant::now();
-    let mut entries = load_entries(db)?;
-    let ms = start.elapsed().as_secs_f64() * 1e3 / entries.len().max(1) as f64;
-    for e in &mut entries {
-        if let Some(old) = shared.find_def(&e.def) {
-            e.served = old.served;
-            e.declined = old.declined;
-            e.rebuilds = old.rebuilds;
-            e.rebuild_ms = old.rebuild_ms;
-        }
-        e.rebuilds += 1;
-        e.rebuild_ms += ms;
-        e.last_rebuild = Some(Rebuild::External);
-    }
-    shared.replace_entries(entries);
-    Ok(())
-}
-
-/// Every plane and limb, from its table.
-pub(crate) fn rebuild_all(db: &rusqlite::Connection, shared: &mut Shared, why: Rebuild) {
-    for e in shared.entries_mut() {
-        rebuild_entry(db, e, why);
-    }
-    shared.bump_writes();
-}
-
-/// After a schema change: re-read column positions; a plane whose table or
-/// columns went away goes out of service until `pleroma_rebuild`.
-pub(crate) fn reverify_all(db: &rusqlite::Connection, shared: &mut Shared) {
-    shared.main_aliases = main_aliases(db).unwrap_or_default();
-    for e in shared.entries_mut() {
-        if e.broken.is_some() {
-            continue;
-        }
-        if let Err(reason) = resolve_columns(db, e) {
-            e.broken = Some(format!(
-                "{reason}; PRAGMA pleroma_rebuild('{}') after fixing it",
-                e.def.table
-            ));
-        }
-    }
-}
-
 /// Schema names other than `main` that are the same file as `main`.
-fn main_aliases(db: &rusqlite::Connection) -> rusqlite::Result<Vec<String>> {
+pub(crate) fn main_aliases(db: &rusqlite::Connection) -> rusqlite::Result<Vec<String>> {
     let mut stmt = db.prepare("SELECT name, file FROM pragma_database_list")?;
     let rows: Vec<(String, String)> = stmt
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
@@ -909,4 +795,22 @@ fn main_aliases(db: &rusqlite::Connection) -> rusqlite::Result<Vec<String>> {
         })
         .map(|(n, _)| n)
         .collect())
+}
+
+/// The planes and limbs recorded in the catalog, built from their tables.
+pub(crate) fn load_entries(db: &rusqlite::Connection) -> rusqlite::Result<Vec<PlaneEntry>> {
+    let defs = load(db)?;
+    let mut entries: Vec<PlaneEntry> = defs.iter().map(|d| build_entry(db, d.clone())).collect();
+    for l in load_limbs(db)? {
+        let Some(fact) = defs.iter().find(|d| d.table == l.fact) else {
+            continue;
+        };
+        // A limb whose tables or columns went away stays out of the way:
+        // its joins run on SQLite.
+        if let Ok((f, d)) = limb_defs(db, fact, &l.fact_key, &l.dim, &l.dim_key) {
+            entries.push(build_entry(db, f));
+            entries.push(build_entry(db, d));
+        }
+    }
+    Ok(entries)
 }

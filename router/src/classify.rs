@@ -18,7 +18,7 @@ use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
 use crate::affinity::Affinity;
-use crate::hook::Shared;
+use crate::planes::Planes;
 
 /// What the classifier made of a statement.
 #[derive(Debug)]
@@ -228,7 +228,7 @@ pub(crate) struct Plan {
 /// for `pleroma_explain`, which names the precise reason.
 pub(crate) fn classify(
     db: &rusqlite::Connection,
-    shared: &Shared,
+    shared: &Planes,
     sql: &str,
     quick: bool,
 ) -> Classified {
@@ -280,7 +280,7 @@ pub(crate) fn classify(
 
 type R<T> = Result<T, String>;
 
-fn plan(shared: &Shared, sql: &str, columns: Vec<String>, param_count: usize) -> R<Plan> {
+fn plan(shared: &Planes, sql: &str, columns: Vec<String>, param_count: usize) -> R<Plan> {
     let stmts =
         Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| format!("not understood ({e})"))?;
     let [Statement::Query(q)] = stmts.as_slice() else {
@@ -481,7 +481,7 @@ fn plan(shared: &Shared, sql: &str, columns: Vec<String>, param_count: usize) ->
 }
 
 /// The planed table in FROM, and the name columns may be qualified with.
-fn table_of(shared: &Shared, sel: &Select) -> R<(usize, String)> {
+fn table_of(shared: &Planes, sel: &Select) -> R<(usize, String)> {
     let [twj] = sel.from.as_slice() else {
         return Err(if sel.from.is_empty() {
             "no FROM".into()
@@ -1074,7 +1074,7 @@ fn column_ref(e: &Expr) -> Option<(Option<&str>, &str)> {
     }
 }
 
-fn join_plan(shared: &Shared, sql: &str, columns: Vec<String>, param_count: usize) -> R<JoinPlan> {
+fn join_plan(shared: &Planes, sql: &str, columns: Vec<String>, param_count: usize) -> R<JoinPlan> {
     use sqlparser::ast::{JoinConstraint, JoinOperator};
     let stmts =
         Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| format!("not understood ({e})"))?;

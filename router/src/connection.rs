@@ -7,13 +7,15 @@ use ahash::AHashMap;
 use hashlink::LruCache;
 use rusqlite::types::Value;
 
-use crate::catalog::{self, PlaneEntry, Rebuild};
+use crate::catalog::{self, Rebuild};
 use crate::classify::{self, Classified};
-use crate::database::{Database, Found, Member, Published};
+use crate::database::{self, Database, Found, Member, Published};
 use crate::ffi::WalSnapshot;
-use crate::hook::{self, Shared};
+use crate::hook;
+use crate::planes::{self, Planes};
 use crate::pragma::{self, Pragma};
 use crate::route::{Counters, Route, RouteKind, RouteMode};
+use crate::rows::Rows;
 use crate::rules::answer_from_cells::{self, Outcome};
 use crate::rules::answer_from_limb;
 use crate::split::split_statements;
@@ -30,19 +32,12 @@ enum Attempt {
     Other,
 }
 
-/// A result set: column names as SQLite names them, and rows of SQLite values.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Rows {
-    pub columns: Vec<String>,
-    pub rows: Vec<Vec<Value>>,
-}
-
 /// A SQLite connection with planes attached.
 pub struct Connection {
     db: rusqlite::Connection,
     /// The pre-update hook; dropped before `db` closes.
     pre_hook: Option<crate::ffi::PreUpdateHook>,
-    pub(crate) shared: Arc<Mutex<Shared>>,
+    pub(crate) shared: Arc<Mutex<Planes>>,
     cache: AHashMap<String, Arc<Classified>>,
     txn: TxnState,
     mode: RouteMode,
@@ -85,7 +80,7 @@ impl Connection {
     pub fn wrap(mut db: rusqlite::Connection) -> Result<Connection> {
         crate::sum_exact::register(&db)?;
         let user_counters = UserCounters::register(&db)?;
-        let shared = Arc::new(Mutex::new(Shared::default()));
+        let shared = Arc::new(Mutex::new(Planes::default()));
         let pre_hook = Some(hook::install(&mut db, &shared)?);
         let database = Database::for_connection(&db);
         let member = database.join();
@@ -195,7 +190,7 @@ impl Connection {
             .map(drop)
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Shared> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Planes> {
         // A panic while holding the lock can only come from the hook, which
         // catches it and faults the plane; the state is still consistent.
         self.shared.lock().unwrap_or_else(|e| e.into_inner())
@@ -222,7 +217,7 @@ impl Connection {
             self.publish()?;
             return Ok((rows, 0));
         }
-        // Shared planes: start from the committed state, which another
+        // Planes planes: start from the committed state, which another
         // connection may have published (or changed the planes in).
         if sharing && self.db.is_autocommit() {
             self.sync_external()?;
@@ -304,8 +299,11 @@ impl Connection {
             }
         }
         let outcome = match &*class {
-            Classified::Plan(plan) => answer_from_cells::answer(self, plan, params)?,
-            Classified::Join(join) => answer_from_limb::answer(self, join, params)?,
+            Classified::Plan(plan) => {
+                let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+                answer_from_cells::answer(&self.db, &mut shared, self.mode, plan, params)?
+            }
+            Classified::Join(join) => answer_from_limb::answer(&self.lock(), join, params)?,
             _ => unreachable!("declined above"),
         };
         match outcome {
@@ -405,9 +403,9 @@ impl Connection {
         if self.db.is_autocommit() {
             // From the catalog as it is now: another connection or process
             // may have attached or detached a plane.
-            catalog::reload_all(&self.db, &mut shared)?;
+            planes::reload_all(&self.db, &mut shared)?;
         } else {
-            catalog::rebuild_all(&self.db, &mut shared, Rebuild::External);
+            planes::rebuild_all(&self.db, &mut shared, Rebuild::External);
         }
         drop(shared);
         self.forget_plans();
@@ -462,7 +460,7 @@ impl Connection {
             let entries = p
                 .entries
                 .iter()
-                .map(|pe| PlaneEntry::from_published(pe, shared.find_def(&pe.def)))
+                .map(|pe| database::entry_from_published(pe, shared.find_def(&pe.def)))
                 .collect();
             shared.replace_entries(entries);
         }
@@ -554,9 +552,9 @@ impl Connection {
         }
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         let flags = shared.take_flags();
-        let undo_or_rebuild = |shared: &mut Shared, db: &rusqlite::Connection| {
+        let undo_or_rebuild = |shared: &mut Planes, db: &rusqlite::Connection| {
             if !shared.undo_statement() {
-                catalog::rebuild_all(db, shared, Rebuild::Undo);
+                planes::rebuild_all(db, shared, Rebuild::Undo);
             }
         };
         // Undoing a schema change inside the transaction changes what a
@@ -571,7 +569,7 @@ impl Connection {
             } else if was_auto {
                 undo_or_rebuild(&mut shared, &self.db);
             } else if self.txn.stale {
-                catalog::rebuild_all(&self.db, &mut shared, Rebuild::StaleSnapshot);
+                planes::rebuild_all(&self.db, &mut shared, Rebuild::StaleSnapshot);
             } else if let Some(t) = self.txn.base.take() {
                 shared.restore(&t);
             }
@@ -586,7 +584,7 @@ impl Connection {
                     // Inside a transaction that goes on: ABORT undid the
                     // statement's rows, FAIL kept the earlier ones, and no
                     // hook says which. Resync from the table itself.
-                    catalog::rebuild_all(&self.db, &mut shared, Rebuild::FailedStatement);
+                    planes::rebuild_all(&self.db, &mut shared, Rebuild::FailedStatement);
                 }
             }
         } else {
@@ -605,7 +603,7 @@ impl Connection {
                     schema_undone = self.txn.schema_changed;
                     if let Some(snaps) = self.txn.rollback_to(name) {
                         if self.txn.stale {
-                            catalog::rebuild_all(&self.db, &mut shared, Rebuild::StaleSnapshot);
+                            planes::rebuild_all(&self.db, &mut shared, Rebuild::StaleSnapshot);
                         } else if !crate::mutation::active("ignore_rollback_to") {
                             shared.restore(&snaps);
                         }
@@ -621,7 +619,7 @@ impl Connection {
             self.txn.clear();
         }
         if kind.is_schema_change() || schema_undone {
-            catalog::reverify_all(&self.db, &mut shared);
+            planes::reverify_all(&self.db, &mut shared);
             drop(shared);
             self.forget_plans();
         } else {
@@ -725,7 +723,7 @@ impl Connection {
                 let name = self.known_table(&table, "pleroma_rebuild")?;
                 let version = self.read_data_version()?;
                 let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-                catalog::rebuild_one(&self.db, &mut shared, &name, Rebuild::Requested);
+                planes::rebuild_one(&self.db, &mut shared, &name, Rebuild::Requested);
                 drop(shared);
                 self.after_catalog_change(version);
                 Ok(Rows::default())
@@ -790,7 +788,7 @@ impl Connection {
             Classified::Join(_) => ("plane", "join limb".to_owned(), None, None),
             Classified::Plan(plan) => {
                 let _ = self.sync_external()?;
-                let est = answer_from_cells::estimate(self, plan);
+                let est = answer_from_cells::estimate(&self.lock(), plan);
                 match est {
                     Ok((pc, ec)) => ("plane", format!("class {}", plan.class), Some(pc), Some(ec)),
                     Err(r) => ("engine", r, None, None),
@@ -812,14 +810,6 @@ impl Connection {
                 f(engine_cost),
             ]],
         })
-    }
-
-    pub(crate) fn db(&self) -> &rusqlite::Connection {
-        &self.db
-    }
-
-    pub(crate) fn mode(&self) -> RouteMode {
-        self.mode
     }
 }
 

@@ -21,7 +21,9 @@ use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 use arc_swap::ArcSwap;
 
-use crate::catalog::{EntrySnapshot, PlaneDef};
+use pleroma_plane::{Plane, PlaneConfig};
+
+use crate::catalog::{EntrySnapshot, PlaneDef, PlaneEntry};
 use crate::ffi::WalSnapshot;
 
 /// How many published states a reader can still find: a read transaction
@@ -206,5 +208,25 @@ pub(crate) struct InFlight(Arc<Database>);
 impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// An entry from another connection's published planes, keeping this
+/// connection's counters of the same plane (`old`).
+pub(crate) fn entry_from_published(p: &PublishedEntry, old: Option<&PlaneEntry>) -> PlaneEntry {
+    let mut config = PlaneConfig::new(p.def.dims.clone(), p.def.measures.clone());
+    config.cap = p.def.cap;
+    let mut plane = Plane::new(config);
+    plane.restore(&p.snap.plane);
+    PlaneEntry {
+        def: p.def.clone(),
+        cols: p.snap.cols.clone(),
+        plane,
+        broken: p.snap.broken.clone(),
+        served: old.map_or(0, |o| o.served),
+        declined: old.map_or(0, |o| o.declined),
+        rebuilds: old.map_or(0, |o| o.rebuilds),
+        rebuild_ms: old.map_or(0.0, |o| o.rebuild_ms),
+        last_rebuild: old.and_then(|o| o.last_rebuild),
     }
 }

@@ -27,17 +27,20 @@ mod error;
 mod ffi;
 mod hook;
 pub mod mutation;
+mod planes;
 mod pragma;
 mod route;
+mod rows;
 mod rules;
 pub mod split;
 mod sum_exact;
 mod txn;
 mod user_counters;
 
-pub use connection::{Connection, Rows};
+pub use connection::Connection;
 pub use error::Error;
 pub use route::{Counters, Route, RouteKind, RouteMode};
+pub use rows::Rows;
 pub use rusqlite;
 pub use rusqlite::types::Value;
 

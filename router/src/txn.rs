@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use crate::hook::Snapshots;
+use crate::planes::Snapshots;
 
 /// What a statement does to the transaction state, read from its first words.
 #[derive(Debug, PartialEq, Eq)]

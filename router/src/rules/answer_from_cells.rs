@@ -14,8 +14,9 @@ use rusqlite::types::Value;
 use crate::affinity::{convert_operand, dim_to_value, sort_cmp, sql_cmp};
 use crate::catalog::{quote, PlaneEntry};
 use crate::classify::{AggFn, CmpOp, HExpr, HOperand, Operand, OutExpr, PExpr, Plan};
-use crate::connection::{Connection, Rows};
+use crate::planes::Planes;
 use crate::route::{Route, RouteKind, RouteMode};
+use crate::rows::Rows;
 use crate::Result;
 
 /// Most cells whose MIN/MAX is recomputed from SQLite in one answer; past
@@ -29,14 +30,20 @@ pub(crate) enum Outcome {
 
 type R<T> = std::result::Result<T, String>;
 
-pub(crate) fn answer(conn: &Connection, plan: &Plan, params: &[Value]) -> Result<Outcome> {
+/// Answer `plan` from the planes `shared` of the connection `db`, or decline.
+pub(crate) fn answer(
+    db: &rusqlite::Connection,
+    shared: &mut Planes,
+    mode: RouteMode,
+    plan: &Plan,
+    params: &[Value],
+) -> Result<Outcome> {
     if params.len() != plan.param_count {
         return Ok(Outcome::Declined(
             "parameter count differs from the statement's".into(),
             None,
         ));
     }
-    let mut shared = conn.lock();
     let Some(i) = shared.find(&plan.table) else {
         return Ok(Outcome::Declined(
             format!("no plane on table {}", plan.table),
@@ -68,7 +75,7 @@ pub(crate) fn answer(conn: &Connection, plan: &Plan, params: &[Value]) -> Result
         plane_cost: Some(est),
         engine_cost: Some(rows),
     };
-    if conn.mode() == RouteMode::Auto && est > rows.max(1.0) {
+    if mode == RouteMode::Auto && est > rows.max(1.0) {
         let r = format!("cost: the plane would visit {est} cells for {rows} rows");
         return Ok(Outcome::Declined(r, Some(route)));
     }
@@ -81,7 +88,7 @@ pub(crate) fn answer(conn: &Connection, plan: &Plan, params: &[Value]) -> Result
         match entry.plane.slice(&q) {
             Ok(r) => break r,
             Err(PlaneError::UnknownExtremum { cells }) if cells.len() <= MAX_RECOMPUTE => {
-                recompute_extrema(conn.db(), entry, &cells)?;
+                recompute_extrema(db, entry, &cells)?;
             }
             Err(e) => return Ok(Outcome::Declined(format!("plane: {e}"), Some(route))),
         }
@@ -450,8 +457,7 @@ fn estimate_cells(plane: &Plane, p: &Pred) -> f64 {
 }
 
 /// Estimated costs for `PRAGMA pleroma_explain`: (cells, rows).
-pub(crate) fn estimate(conn: &Connection, plan: &Plan) -> R<(f64, f64)> {
-    let shared = conn.lock();
+pub(crate) fn estimate(shared: &Planes, plan: &Plan) -> R<(f64, f64)> {
     let i = shared.find(&plan.table).ok_or("no plane")?;
     let e = shared.entry(i);
     if let Some(r) = e.out_of_service() {

@@ -17,8 +17,9 @@ use rusqlite::types::Value;
 
 use crate::affinity::{dim_to_value, sort_cmp};
 use crate::classify::{JOut, JoinPlan};
-use crate::connection::{Connection, Rows};
+use crate::planes::Planes;
 use crate::route::{Route, RouteKind};
+use crate::rows::Rows;
 use crate::rules::answer_from_cells::{build_pred, integer_overflow, Outcome};
 use crate::Result;
 
@@ -54,12 +55,12 @@ fn count(v: &AggValue) -> i64 {
     }
 }
 
-pub(crate) fn answer(conn: &Connection, plan: &JoinPlan, params: &[Value]) -> Result<Outcome> {
+/// Answer `plan` from the limb in `shared`, or decline.
+pub(crate) fn answer(shared: &Planes, plan: &JoinPlan, params: &[Value]) -> Result<Outcome> {
     let declined = |r: &str| Ok(Outcome::Declined(r.to_owned(), None));
     if params.len() != plan.param_count {
         return declined("parameter count differs from the statement's");
     }
-    let shared = conn.lock();
     let Some((fi, di)) = shared.find_limb(&plan.fact, &plan.fact_key) else {
         return declined("the limb is gone");
     };

@@ -11,7 +11,7 @@ use arrow_array::{ArrayRef, NullArray, RecordBatch, RecordBatchOptions};
 use arrow_schema::{DataType, Field, Schema};
 use rusqlite::types::Value;
 
-use crate::connection::Rows;
+use crate::rows::Rows;
 
 /// Rows as an Arrow batch: one Arrow type per column from its storage
 /// classes; a column that mixes them becomes Utf8 of SQLite's text form.
