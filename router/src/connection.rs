@@ -49,6 +49,8 @@ pub struct Connection {
     memo: LruCache<String, Memo>,
     /// Keeps the catalog writes out of the user's `changes()` and friends.
     user_counters: UserCounters,
+    /// Moves whenever cached classifications are dropped.
+    plans_epoch: u64,
     /// The planes this process shares for the file (private in memory).
     database: Arc<Database>,
     _member: Member,
@@ -96,6 +98,7 @@ impl Connection {
             data_version: 0,
             memo: LruCache::new(MEMO_CAPACITY),
             user_counters,
+            plans_epoch: 0,
             database,
             _member: member,
         };
@@ -275,11 +278,17 @@ impl Connection {
         if self.mode == RouteMode::Engine {
             return self.decline("pleroma_route = engine", Some(table));
         }
+        let epoch = self.plans_epoch;
         if !self.sync_external()? {
             return self.decline(
                 "another connection's commit is being published",
                 Some(table),
             );
+        }
+        if self.plans_epoch != epoch {
+            // The planes taken over are another set (a plane attached or
+            // detached elsewhere): classify the statement again.
+            return self.try_plane(sql, params);
         }
         // The memo: an exact earlier answer, while no plane has changed.
         let key = format!("{sql}\0{params:?}");
@@ -334,6 +343,7 @@ impl Connection {
     /// Drop cached classifications and memos: the schema or the set of
     /// planes changed, so the same text may now mean something else.
     fn forget_plans(&mut self) {
+        self.plans_epoch += 1;
         self.cache.clear();
         self.memo.clear();
     }

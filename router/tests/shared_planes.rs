@@ -263,3 +263,32 @@ fn a_connection_moves_between_threads_and_what_they_share_is_sync() {
     .unwrap();
     check(&mut c);
 }
+
+#[test]
+fn a_plane_redefined_elsewhere_is_classified_again_before_it_answers() {
+    let (_dir, path) = setup();
+    let mut a = open(&path);
+    let mut b = open(&path);
+    a.execute_batch("ALTER TABLE t ADD COLUMN h INTEGER; UPDATE t SET h = id % 2;")
+        .unwrap();
+    let q = "SELECT COUNT(*), SUM(m) FROM t WHERE g = 'a'";
+    check(&mut b);
+    b.query(q, &[]).unwrap();
+    b.execute_batch("BEGIN").unwrap();
+    // Between b's BEGIN and its first read, the plane is defined anew with
+    // other dimensions.
+    a.execute_batch("PRAGMA pleroma_detach('t'); PRAGMA pleroma_attach('t', 'h, g', 'm');")
+        .unwrap();
+    assert_eq!(
+        b.query(q, &[]).unwrap().rows,
+        sqlite_rows(b.sqlite(), q, &[]).unwrap()
+    );
+    assert_ne!(
+        b.last_route().kind,
+        RouteKind::Engine,
+        "{:?}",
+        b.last_route()
+    );
+    b.execute_batch("COMMIT").unwrap();
+    check(&mut b);
+}
