@@ -152,10 +152,13 @@ impl Schema {
     pub fn generate(rng: &mut Rng) -> Schema {
         let p_is_dim = rng.chance(0.3);
         let nd = rng.range(1, if p_is_dim { 5 } else { 6 }) as usize;
-        let strict = rng.chance(0.25);
+        let strict = rng.chance(0.35);
         let mut dims = Vec::new();
         for i in 0..nd {
-            let decl = if strict {
+            let decl = if strict && i == 0 {
+                // Every STRICT table has an ANY dimension.
+                Decl::Any
+            } else if strict {
                 *rng.pick(&[Decl::Integer, Decl::Text, Decl::Any, Decl::Any])
             } else {
                 *rng.pick(&[Decl::Integer, Decl::Text, Decl::Untyped])
