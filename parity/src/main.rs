@@ -6,6 +6,8 @@
 //! pleroma-parity --mutations [--rows N] [--cases N] [--seed S]
 //! pleroma-parity --replay FILE.sql
 //! pleroma-parity --shrink FILE.sql     (writes FILE.min.sql)
+//! pleroma-parity --dump FILE.sql [--rows N] [--seed S] [--blocks N]
+//!                                      (the case's steps, not run)
 //! ```
 //!
 //! The last line is `parity: N passed, M failed` (or, with `--mutations`,
@@ -54,6 +56,7 @@ fn real_main(args: &[String]) -> anyhow::Result<bool> {
     let mut mutations = false;
     let mut replay: Option<PathBuf> = None;
     let mut shrink: Option<PathBuf> = None;
+    let mut dump: Option<PathBuf> = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().with_context(|| format!("{a} needs a value"));
@@ -68,12 +71,30 @@ fn real_main(args: &[String]) -> anyhow::Result<bool> {
             "--mutations" => mutations = true,
             "--replay" => replay = Some(PathBuf::from(val()?)),
             "--shrink" => shrink = Some(PathBuf::from(val()?)),
+            "--dump" => dump = Some(PathBuf::from(val()?)),
             "--help" | "-h" => {
-                println!("usage: pleroma-parity [--rows N] [--cases N] [--seed S] [--blocks N] [--verbose] [--repro-dir DIR] [--no-shrink]\n       pleroma-parity --mutations [--rows N] [--cases N] [--seed S]\n       pleroma-parity --replay FILE.sql\n       pleroma-parity --shrink FILE.sql   (writes FILE.min.sql)");
+                println!("usage: pleroma-parity [--rows N] [--cases N] [--seed S] [--blocks N] [--verbose] [--repro-dir DIR] [--no-shrink]\n       pleroma-parity --mutations [--rows N] [--cases N] [--seed S]\n       pleroma-parity --replay FILE.sql\n       pleroma-parity --shrink FILE.sql   (writes FILE.min.sql)\n       pleroma-parity --dump FILE.sql [--rows N] [--seed S] [--blocks N]");
                 return Ok(true);
             }
             other => bail!("unknown argument {other} (try --help)"),
         }
+    }
+    if let Some(file) = dump {
+        // The case of `--seed` (with `--rows`, `--blocks`) as a reproduction
+        // file, without running it.
+        let (_, steps) = pleroma_parity::gen::case(
+            cfg.seed,
+            pleroma_parity::gen::Size {
+                rows: cfg.rows,
+                blocks: cfg.blocks,
+            },
+        );
+        std::fs::write(
+            &file,
+            repro::write(&steps, &format!("seed {} (rows {})", cfg.seed, cfg.rows)),
+        )?;
+        println!("{} steps: {}", steps.len(), file.display());
+        return Ok(true);
     }
     if let Some(file) = shrink {
         let text =

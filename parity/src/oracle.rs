@@ -80,6 +80,7 @@ type Answer = Result<Rows, String>;
 pub struct Pair {
     _dir: tempfile::TempDir,
     pl_path: PathBuf,
+    sq_path: PathBuf,
     pub pl: pleroma::Connection,
     pub sq: rusqlite::Connection,
     /// A second Pleroma connection to the same file, opened at its first use.
@@ -94,11 +95,13 @@ impl Pair {
         let dir = tempfile::tempdir().context("temp dir")?;
         let pl_path = dir.path().join("pleroma.db");
         let pl = pleroma::Connection::open(&pl_path)?;
-        let sq = rusqlite::Connection::open(dir.path().join("sqlite.db"))?;
+        let sq_path = dir.path().join("sqlite.db");
+        let sq = rusqlite::Connection::open(&sq_path)?;
         register_sum_exact(&sq)?;
         let mut pair = Pair {
             _dir: dir,
             pl_path,
+            sq_path,
             pl,
             sq,
             reader: None,
@@ -114,8 +117,21 @@ impl Pair {
         Ok(())
     }
 
-    /// Run one step. `Err` is a failure, with what differed.
+    /// Run one step. `Err` is a failure, with what differed; a panic in
+    /// the router is a failure too (so that it is shrunk like any other).
     pub fn step(&mut self, step: &Step, st: &mut Stats) -> Result<(), String> {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_step(step, st)));
+        r.unwrap_or_else(|e| {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            Err(format!("panicked: {msg}"))
+        })
+    }
+
+    fn run_step(&mut self, step: &Step, st: &mut Stats) -> Result<(), String> {
         match step {
             Step::Exec(sql) => {
                 let a = pl_exec(&mut self.pl, sql);
@@ -128,15 +144,18 @@ impl Pair {
                     .map_err(|e| format!("{sql}: {e}"))?;
                 Ok(())
             }
+            Step::PleromaRefused(sql) => match self.pl.execute_batch(sql) {
+                Ok(()) => Err(format!("{sql}: accepted, but it must be refused")),
+                Err(_) => {
+                    st.pass("refused pragmas");
+                    Ok(())
+                }
+            },
             Step::Second(sql) => {
-                let a = (|| {
-                    let db =
-                        rusqlite::Connection::open(&self.pl_path).map_err(|e| e.to_string())?;
-                    db.execute_batch("PRAGMA foreign_keys = ON")
-                        .map_err(|e| e.to_string())?;
-                    sq_exec(&db, sql)
-                })();
-                let b = sq_exec(&self.sq, sql);
+                let a = second_exec(&self.pl_path, sql);
+                // The plain side's write comes from a second connection too,
+                // so that neither side's own connection counters move.
+                let b = second_exec(&self.sq_path, sql);
                 self.agree(sql, a, b, st)
             }
             Step::Process(sql) => {
@@ -150,7 +169,7 @@ impl Pair {
                         sq_exec(&db, sql)
                     }
                 };
-                let b = sq_exec(&self.sq, sql);
+                let b = second_exec(&self.sq_path, sql);
                 let (a, b) = (a.map(|_| 0), b.map(|_| 0));
                 self.agree(sql, a, b, st)
             }
@@ -159,6 +178,15 @@ impl Pair {
                 self.pl =
                     pleroma::Connection::open(&self.pl_path).map_err(|e| format!("reopen: {e}"))?;
                 self.pl
+                    .execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = OFF")
+                    .map_err(|e| e.to_string())?;
+                // The plain side reopens too: both connections start with
+                // fresh counters (`total_changes()`, `last_insert_rowid()`)
+                // and without TEMP tables.
+                self.sq = rusqlite::Connection::open(&self.sq_path)
+                    .map_err(|e| format!("reopen the plain side: {e}"))?;
+                register_sum_exact(&self.sq).map_err(|e| e.to_string())?;
+                self.sq
                     .execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = OFF")
                     .map_err(|e| e.to_string())?;
                 Ok(())
@@ -471,6 +499,14 @@ fn pl_exec(pl: &mut pleroma::Connection, sql: &str) -> Result<usize, String> {
     // `query` runs any statement and returns its rows (RETURNING, PRAGMAs).
     pl.query(sql, &[]).map_err(|e| e.to_string())?;
     Ok(pl.sqlite().changes() as usize)
+}
+
+/// Run a statement on a second plain connection to the file `path`.
+fn second_exec(path: &Path, sql: &str) -> Result<usize, String> {
+    let db = rusqlite::Connection::open(path).map_err(|e| e.to_string())?;
+    db.execute_batch("PRAGMA foreign_keys = ON")
+        .map_err(|e| e.to_string())?;
+    sq_exec(&db, sql)
 }
 
 /// Run a statement on plain SQLite, as Pleroma runs it.

@@ -6,6 +6,7 @@
 //! ```text
 //! -- @exec                         the statement below, on both databases
 //! -- @pleroma PRAGMA ...           a Pleroma PRAGMA (Pleroma side only)
+//! -- @pleroma-refused PRAGMA ...   one that Pleroma must refuse
 //! -- @second / -- @process         the statement below, from a second
 //!                                  connection / process on Pleroma's file
 //! -- @reopen                       close and reopen the Pleroma connection
@@ -33,6 +34,7 @@ pub fn write(steps: &[Step], header: &str) -> String {
         match s {
             Step::Exec(sql) => out += &format!("-- @exec\n{sql};\n"),
             Step::Pleroma(sql) => out += &format!("-- @pleroma {sql}\n"),
+            Step::PleromaRefused(sql) => out += &format!("-- @pleroma-refused {sql}\n"),
             Step::Second(sql) => out += &format!("-- @second\n{sql};\n"),
             Step::Process(sql) => out += &format!("-- @process\n{sql};\n"),
             Step::Reopen => out += "-- @reopen\n",
@@ -123,6 +125,7 @@ pub fn parse(text: &str) -> anyhow::Result<Vec<Step>> {
         steps.push(match word {
             "exec" => Step::Exec(sql(&b)),
             "pleroma" => Step::Pleroma(rest.trim().to_owned()),
+            "pleroma-refused" => Step::PleromaRefused(rest.trim().to_owned()),
             "second" => Step::Second(sql(&b)),
             "process" => Step::Process(sql(&b)),
             "reopen" => Step::Reopen,
@@ -215,6 +218,10 @@ pub fn halve_values(s: &Step) -> Vec<Step> {
     let Some(at) = sql.find(" VALUES (") else {
         return Vec::new();
     };
+    // Rows with a function call (`abs(...)`) hold parentheses: not halved.
+    if sql[at..].contains("abs(") {
+        return Vec::new();
+    }
     let (head, list) = sql.split_at(at + " VALUES ".len());
     let list = &list[1..];
     // Rows hold no parentheses: the list ends at the first ')' after the

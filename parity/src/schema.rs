@@ -57,7 +57,41 @@ pub enum Decl {
     Text,
     /// No declared type (BLOB affinity): 1 and '1' stay apart.
     Untyped,
+    /// `ANY` in a STRICT table: no affinity (5 and '5' stay apart), where
+    /// the ordinary rules would give `ANY` NUMERIC affinity.
+    Any,
 }
+
+/// A collation declared on a column (`None`: none, so BINARY).
+pub type Coll = Option<&'static str>;
+
+/// The second dimension table, `cat(ck TEXT PRIMARY KEY, w INTEGER)`, joined
+/// on the TEXT column `t.c`; either key may declare a collation, and the
+/// values differ only in case or trailing spaces ('a', 'A', 'a '), so a
+/// limb that compared by BINARY where SQLite compares by NOCASE or RTRIM
+/// would answer wrong. The limb must be refused unless both are BINARY.
+#[derive(Clone, Debug)]
+pub struct Cat {
+    /// On `t.c`.
+    pub fact_coll: Coll,
+    /// On `cat.ck`.
+    pub dim_coll: Coll,
+}
+
+impl Cat {
+    /// Both keys compare by BINARY: the limb is accepted and serves joins.
+    pub fn binary(&self) -> bool {
+        let b = |c: Coll| c.is_none_or(|c| c.eq_ignore_ascii_case("BINARY"));
+        b(self.fact_coll) && b(self.dim_coll)
+    }
+}
+
+/// The keys of `cat` (distinct under BINARY, NOCASE and RTRIM alike).
+pub const CAT_KEYS: &[&str] = &["a", "B", "c ", "d"];
+/// The values of `t.c`: the keys and their case and trailing-space twins.
+const CAT_VALUES: &[&str] = &[
+    "a", "A", "a ", "b", "B", "B ", "c", "c ", "C", "d", "D ", "e",
+];
 
 #[derive(Clone, Debug)]
 pub struct Dim {
@@ -94,6 +128,11 @@ pub struct Schema {
     pub fk_cascade: bool,
     /// Every column of `t` but `id`, in table order.
     pub columns: Vec<String>,
+    /// `t` is a STRICT table (its untyped dimensions are declared `ANY`,
+    /// `x` is declared `INT`).
+    pub strict: bool,
+    /// The collation-keyed join to `cat`, if the schema has one.
+    pub cat: Option<Cat>,
 }
 
 /// Parent keys `t.p` may reference.
@@ -103,20 +142,31 @@ pub const HOT_KEYS: i64 = 60;
 
 const INT_POOL: &[i64] = &[-3, -1, 0, 1, 2, 3, 5, 7, 10, 42, 1000, i64::MAX, i64::MIN];
 const TEXT_POOL: &[&str] = &[
-    "a", "b", "c", "eu", "us", "x y", "1", "2", "7", "-3", "B", "ab",
+    "a", "b", "c", "eu", "us", "x y", "1", "2", "7", "-3", "B", "ab", "A", "a ",
 ];
+/// Values an `ANY` dimension holds both as integers and as texts.
+const TWINS: &[i64] = &[1, 2, 5, 7, -3, 0];
+const COLLS: &[&str] = &["NOCASE", "RTRIM", "BINARY"];
 
 impl Schema {
     pub fn generate(rng: &mut Rng) -> Schema {
         let p_is_dim = rng.chance(0.3);
         let nd = rng.range(1, if p_is_dim { 5 } else { 6 }) as usize;
+        let strict = rng.chance(0.35);
         let mut dims = Vec::new();
         for i in 0..nd {
-            let decl = *rng.pick(&[Decl::Integer, Decl::Text, Decl::Untyped]);
+            let decl = if strict && i == 0 {
+                // Every STRICT table has an ANY dimension.
+                Decl::Any
+            } else if strict {
+                *rng.pick(&[Decl::Integer, Decl::Text, Decl::Any, Decl::Any])
+            } else {
+                *rng.pick(&[Decl::Integer, Decl::Text, Decl::Untyped])
+            };
             dims.push(Dim {
                 name: format!("d{i}"),
                 decl,
-                domain: domain(rng, decl),
+                domain: domain(rng, decl, strict),
             });
         }
         if p_is_dim {
@@ -146,7 +196,25 @@ impl Schema {
             .map(|d| d.name.clone())
             .chain(measures.iter().map(|m| m.name.clone()))
             .collect();
-        for c in ["note", "x", "u", "p"] {
+        let cat = rng.chance(0.4).then(|| {
+            let mut coll = || -> Coll {
+                if rng.chance(0.45) {
+                    None
+                } else {
+                    Some(*rng.pick(COLLS))
+                }
+            };
+            Cat {
+                fact_coll: coll(),
+                dim_coll: coll(),
+            }
+        });
+        let others: &[&str] = if cat.is_some() {
+            &["note", "x", "u", "p", "c"]
+        } else {
+            &["note", "x", "u", "p"]
+        };
+        for &c in others {
             if !columns.iter().any(|x| x == c) {
                 let at = rng.below(columns.len() + 1);
                 columns.insert(at, c.into());
@@ -157,6 +225,8 @@ impl Schema {
             measures,
             fk_cascade: rng.chance(0.5),
             columns,
+            strict,
+            cat,
         }
     }
 
@@ -165,23 +235,74 @@ impl Schema {
     }
 
     fn column_decl(&self, c: &str) -> String {
-        if let Some(d) = self.dim(c) {
-            if c == "p" {
-                return self.fk_decl();
-            }
-            return match d.decl {
+        match c {
+            "u" => "u INTEGER UNIQUE".into(),
+            "p" => self.fk_decl(),
+            _ => self.plain_decl(c, None),
+        }
+    }
+
+    /// A column's name and type, without constraints (for `ALTER TABLE ADD
+    /// COLUMN` and the TEMP twin of `t`), with `coll` declared if given.
+    pub fn plain_decl(&self, c: &str, coll: Coll) -> String {
+        let mut out = if let Some(d) = self.dim(c) {
+            match d.decl {
+                _ if c == "p" => "p INTEGER".into(),
                 Decl::Integer => format!("{c} INTEGER"),
                 Decl::Text => format!("{c} TEXT"),
                 Decl::Untyped => c.to_owned(),
-            };
+                Decl::Any => format!("{c} ANY"),
+            }
+        } else {
+            match c {
+                "note" => "note TEXT".into(),
+                "x" if self.strict => "x INT".into(),
+                "x" => "x INTEGER".into(),
+                "u" | "p" => format!("{c} INTEGER"),
+                "c" => match self.cat.as_ref().and_then(|k| k.fact_coll) {
+                    Some(k) => format!("c TEXT COLLATE {k}"),
+                    None => "c TEXT".into(),
+                },
+                m => format!("{m} INTEGER"),
+            }
+        };
+        if let Some(k) = coll {
+            out += &format!(" COLLATE {k}");
         }
-        match c {
-            "note" => "note TEXT".into(),
-            "x" => "x INTEGER".into(),
-            "u" => "u INTEGER UNIQUE".into(),
-            "p" => self.fk_decl(),
-            m => format!("{m} INTEGER"),
-        }
+        out
+    }
+
+    /// `CREATE TABLE t(...)` as the setup creates it, or with `coll` on the
+    /// column `coll_on`, or as a TEMP table of the same columns.
+    pub fn create_t(&self, temp: bool, coll_on: Option<(&str, &'static str)>) -> String {
+        let cols: Vec<String> = self
+            .columns
+            .iter()
+            .map(|c| match coll_on {
+                Some((on, k)) if on == c => self.plain_decl(c, Some(k)),
+                _ if temp => self.plain_decl(c, None),
+                _ => self.column_decl(c),
+            })
+            .collect();
+        format!(
+            "CREATE {}TABLE t(id INTEGER PRIMARY KEY, {}){}",
+            if temp { "TEMP " } else { "" },
+            cols.join(", "),
+            if self.strict { " STRICT" } else { "" }
+        )
+    }
+
+    /// The triggers on `t` (a `DROP TABLE t` drops them).
+    pub fn t_triggers(&self) -> Vec<String> {
+        let m0 = &self.measures[0].name;
+        vec![
+            // Triggers that fail a statement after it changed rows.
+            "CREATE TRIGGER boom_abort BEFORE INSERT ON t WHEN NEW.note = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END".into(),
+            "CREATE TRIGGER boom_fail BEFORE UPDATE ON t WHEN NEW.note = 'boom-fail' BEGIN SELECT RAISE(FAIL, 'boom fail'); END".into(),
+            "CREATE TRIGGER boom_rollback BEFORE UPDATE ON t WHEN NEW.note = 'boom-rollback' BEGIN SELECT RAISE(ROLLBACK, 'boom rollback'); END".into(),
+            // A trigger on the attached table writing itself (depth 1 events).
+            format!("CREATE TRIGGER t_echo AFTER INSERT ON t WHEN NEW.note = 'echo' BEGIN UPDATE t SET {m0} = 1, note = 'echoed' WHERE id = NEW.id; END"),
+        ]
     }
 
     fn fk_decl(&self) -> String {
@@ -197,10 +318,9 @@ impl Schema {
 
     /// The statements that create the tables and triggers (run on both sides).
     pub fn ddl(&self) -> Vec<String> {
-        let cols: Vec<String> = self.columns.iter().map(|c| self.column_decl(c)).collect();
         let d0 = &self.dims[0].name;
         let m0 = &self.measures[0].name;
-        vec![
+        let mut out = vec![
             "PRAGMA foreign_keys = ON".into(),
             // The small dimension table of the join limb.
             "CREATE TABLE parent(pid INTEGER PRIMARY KEY, w INTEGER, tag TEXT)".into(),
@@ -208,23 +328,47 @@ impl Schema {
                 "INSERT INTO parent(pid, w, tag) VALUES {}",
                 (1..=PARENTS).map(|i| format!("({i}, {}, 'g{}')", i * 10 - 25, i % 3)).collect::<Vec<_>>().join(", ")
             ),
-            format!("CREATE TABLE t(id INTEGER PRIMARY KEY, {})", cols.join(", ")),
+            self.create_t(false, None),
             "CREATE TABLE aux(k, v INTEGER)".into(),
             // A trigger on another table that writes the attached one.
             format!("CREATE TRIGGER aux_ins AFTER INSERT ON aux BEGIN INSERT INTO t({d0}, {m0}, note) VALUES (NEW.k, NEW.v, 'trg'); END"),
             format!("CREATE TRIGGER aux_del AFTER DELETE ON aux BEGIN DELETE FROM t WHERE note = 'trg' AND {m0} IS OLD.v; END"),
-            // Triggers that fail a statement after it changed rows.
-            "CREATE TRIGGER boom_abort BEFORE INSERT ON t WHEN NEW.note = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END".into(),
-            "CREATE TRIGGER boom_fail BEFORE UPDATE ON t WHEN NEW.note = 'boom-fail' BEGIN SELECT RAISE(FAIL, 'boom fail'); END".into(),
-            "CREATE TRIGGER boom_rollback BEFORE UPDATE ON t WHEN NEW.note = 'boom-rollback' BEGIN SELECT RAISE(ROLLBACK, 'boom rollback'); END".into(),
-            // A trigger on the attached table writing itself (depth 1 events).
-            format!("CREATE TRIGGER t_echo AFTER INSERT ON t WHEN NEW.note = 'echo' BEGIN UPDATE t SET {m0} = 1, note = 'echoed' WHERE id = NEW.id; END"),
-        ]
+        ];
+        out.extend(self.t_triggers());
+        if let Some(cat) = &self.cat {
+            let coll = cat
+                .dim_coll
+                .map(|k| format!(" COLLATE {k}"))
+                .unwrap_or_default();
+            out.push(format!(
+                "CREATE TABLE cat(ck TEXT PRIMARY KEY{coll}, w INTEGER)"
+            ));
+            out.push(format!(
+                "INSERT INTO cat(ck, w) VALUES {}",
+                CAT_KEYS
+                    .iter()
+                    .enumerate()
+                    .map(|(i, k)| format!("('{k}', {})", (i as i64 + 1) * 100 + 1))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        out
     }
 
     /// The join limb of `t.p` to `parent.pid`.
     pub fn limb(&self) -> String {
         "PRAGMA pleroma_limb('t', 'p', 'parent', 'pid')".into()
+    }
+
+    /// The limb of `t.c` to `cat.ck`, and whether it must be accepted.
+    pub fn cat_limb(&self) -> Option<(String, bool)> {
+        self.cat.as_ref().map(|c| {
+            (
+                "PRAGMA pleroma_limb('t', 'c', 'cat', 'ck')".to_owned(),
+                c.binary(),
+            )
+        })
     }
 
     pub fn attach(&self) -> String {
@@ -286,6 +430,8 @@ impl Schema {
             "u" => u.map_or(Lit::Null, Lit::Int),
             "p" if rng.chance(0.3) => Lit::Null,
             "p" => Lit::Int(rng.range(1, PARENTS)),
+            "c" if rng.chance(0.15) => Lit::Null,
+            "c" => Lit::Text((*rng.pick(CAT_VALUES)).into()),
             _ => unreachable!("unknown column {c}"),
         }
     }
@@ -318,7 +464,7 @@ impl Schema {
 }
 
 /// The values one dimension is written with.
-fn domain(rng: &mut Rng, decl: Decl) -> Vec<Lit> {
+fn domain(rng: &mut Rng, decl: Decl, strict: bool) -> Vec<Lit> {
     let n = if rng.chance(0.2) {
         rng.range(10, 30)
     } else {
@@ -328,9 +474,20 @@ fn domain(rng: &mut Rng, decl: Decl) -> Vec<Lit> {
     let text_share = match decl {
         Decl::Integer => 0.15,
         Decl::Text => 0.7,
-        Decl::Untyped => 0.5,
+        Decl::Untyped | Decl::Any => 0.5,
     };
     let mut out: Vec<Lit> = Vec::new();
+    if decl == Decl::Any {
+        // The same number as an integer and as a text.
+        for _ in 0..rng.range(1, 3) {
+            let n = *rng.pick(TWINS);
+            for v in [Lit::Int(n), Lit::Text(n.to_string())] {
+                if !out.contains(&v) {
+                    out.push(v);
+                }
+            }
+        }
+    }
     let mut guard = 0;
     while out.len() < n && guard < 1000 {
         guard += 1;
@@ -345,7 +502,11 @@ fn domain(rng: &mut Rng, decl: Decl) -> Vec<Lit> {
         } else {
             Lit::Int(rng.range(-50, 500))
         };
-        if !out.contains(&v) {
+        // A STRICT INTEGER column takes only texts that are integers.
+        let refused = strict
+            && decl == Decl::Integer
+            && matches!(&v, Lit::Text(t) if t.parse::<i64>().is_err());
+        if !out.contains(&v) && !refused {
             out.push(v);
         }
     }
