@@ -20,6 +20,9 @@ use sqlparser::parser::Parser;
 use crate::affinity::Affinity;
 use crate::planes::Planes;
 
+/// The decline of a statement while a plane has no column map: not cached.
+pub(crate) const NO_COLUMN_MAP: &str = "a plane is out of service (a column of its table is gone)";
+
 /// What the classifier made of a statement.
 #[derive(Debug)]
 pub(crate) enum Classified {
@@ -249,6 +252,16 @@ pub(crate) fn classify(
     }
     if !names_a_plane {
         return Classified::Declined("no planed table in the statement".into());
+    }
+    // A plane whose table lost a column has no column map to classify by
+    // (it is out of service); the answer is SQLite's, and not cached, so the
+    // statement is classified again once the plane is back.
+    if shared
+        .entries
+        .iter()
+        .any(|e| e.cols.dim_aff.len() != e.def.dims.len())
+    {
+        return Classified::Declined(NO_COLUMN_MAP.into());
     }
     // Every served statement has an aggregate or a GROUP BY: a text without
     // any of their names is a row list or lookup, declined without a parse.

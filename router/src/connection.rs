@@ -262,7 +262,9 @@ impl Connection {
                     let shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
                     Arc::new(classify::classify(&self.db, &shared, sql, true))
                 };
-                self.cache.insert(sql.to_owned(), c.clone());
+                if !matches!(&*c, Classified::Declined(r) if r == classify::NO_COLUMN_MAP) {
+                    self.cache.insert(sql.to_owned(), c.clone());
+                }
                 c
             }
         };

@@ -109,3 +109,26 @@ fn a_drop_rolled_back_to_a_savepoint_keeps_the_plane_in_service() {
     ));
     assert_eq!(routes[0], RouteKind::Plane);
 }
+
+#[test]
+fn a_plane_without_its_columns_declines_instead_of_panicking() {
+    let (routes, _) = twin(
+        "CREATE TABLE parent(pid INTEGER PRIMARY KEY, w INTEGER);
+         INSERT INTO parent VALUES (1, 5);
+         CREATE TABLE t(id INTEGER PRIMARY KEY, d INTEGER, p INTEGER, m INTEGER);
+         INSERT INTO t(d, p, m) VALUES (1, 1, 10), (2, 1, 20);
+         PRAGMA pleroma_attach('t', 'd', 'm');
+         PRAGMA pleroma_limb('t', 'p', 'parent', 'pid');
+         ALTER TABLE t RENAME COLUMN d TO d_r;
+         PRAGMA pleroma_rebuild('t');
+         SELECT SUM(parent.w) FROM parent JOIN t ON t.p = parent.pid;
+         SELECT d_r, COUNT(*) FROM t GROUP BY d_r HAVING COUNT(*) > 0;
+         ALTER TABLE t RENAME COLUMN d_r TO d;
+         PRAGMA pleroma_rebuild('t');
+         SELECT d, COUNT(*) FROM t GROUP BY d HAVING COUNT(*) > 0 ORDER BY d;",
+    );
+    assert_eq!(
+        routes,
+        [RouteKind::Engine, RouteKind::Engine, RouteKind::Plane]
+    );
+}
