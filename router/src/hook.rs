@@ -45,11 +45,11 @@ fn on_change(p: &mut Planes, ev: &Event<'_>) {
 fn feed(entry: &mut PlaneEntry, idx: usize, ev: &Event<'_>, mut log: Option<&mut UndoLog>) {
     let old = |c: i32| {
         ev.old_value(c)
-            .ok_or(rusqlite::Error::InvalidColumnIndex(c as usize))
+            .ok_or_else(|| rusqlite::Error::InvalidColumnIndex(c as usize))
     };
     let new = |c: i32| {
         ev.new_value(c)
-            .ok_or(rusqlite::Error::InvalidColumnIndex(c as usize))
+            .ok_or_else(|| rusqlite::Error::InvalidColumnIndex(c as usize))
     };
     let r = catch_unwind(AssertUnwindSafe(|| match ev.op {
         Op::Insert => apply(entry, idx, 1, new, log.as_deref_mut()),
