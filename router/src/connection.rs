@@ -225,8 +225,12 @@ impl Connection {
         if sharing && self.db.is_autocommit() {
             self.sync_external()?;
         }
-        if !sharing && self.lock().is_empty() {
+        if self.lock().is_empty() {
             self.last_route = Route::engine("no plane attached");
+            if sharing {
+                // Its commits still have to be published for the others.
+                return self.run_engine(sql, params, want_rows);
+            }
             let r = exec(&self.db, sql, params, want_rows);
             if txn::kind_of(sql).is_schema_change() {
                 self.forget_plans();
