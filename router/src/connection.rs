@@ -210,12 +210,13 @@ impl Connection {
         if let Some(p) = pragma::parse(sql) {
             let p = p.map_err(Error::Pragma)?;
             self.last_route = Route::engine("pleroma pragma");
-            let writes = p.writes_catalog();
-            if !(sharing && writes) {
+            if !p.writes_catalog() {
                 return self.pragma(p).map(|rows| (rows, 0));
             }
             let _commit = self.database.commit_in_flight();
-            self.sync_external()?;
+            if sharing {
+                self.sync_external()?;
+            }
             let rows = self.pragma(p)?;
             self.publish()?;
             return Ok((rows, 0));
@@ -404,7 +405,10 @@ impl Connection {
             self.data_version = v;
             return Ok(true);
         }
-        if let Some((v2, id)) = self.view()? {
+        // An autocommit read may look again: a state that newer commits
+        // pushed out of the history while this thread was not running.
+        for _ in 0..3 {
+            let Some((v2, id)) = self.view()? else { break };
             match self.database.find(&id) {
                 Found::Published(p) => {
                     self.data_version = v2;
@@ -412,7 +416,8 @@ impl Connection {
                     return Ok(true);
                 }
                 Found::InFlight => return Ok(false),
-                Found::Nothing => {}
+                Found::Passed if self.db.is_autocommit() => continue,
+                Found::Passed | Found::Nothing => break,
             }
         }
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
@@ -531,10 +536,12 @@ impl Connection {
         let was_auto = self.db.is_autocommit();
         // A statement that may end in a commit: readers that see it before
         // it is published wait for the publish (by declining), not rebuild.
+        // Always, and whether the file is shared is asked again after the
+        // statement: a connection that opens meanwhile must find the commit
+        // either in flight or published.
         let sharing = self.database.shared();
-        let _commit = (sharing
-            && (was_auto || matches!(kind, StmtKind::Commit | StmtKind::Release(_))))
-        .then(|| self.database.commit_in_flight());
+        let _commit = (was_auto || matches!(kind, StmtKind::Commit | StmtKind::Release(_)))
+            .then(|| self.database.commit_in_flight());
         // Inside a transaction only BEGIN and SAVEPOINT need a snapshot (a
         // failed statement there rebuilds); an autocommit statement logs
         // what it applies instead, which a snapshot's copy-on-write of the
@@ -628,13 +635,17 @@ impl Connection {
                 _ => {}
             }
         }
-        if kind.is_schema_change() && !now_auto {
+        // A schema statement that failed changed nothing (SQLite undid it),
+        // so there is nothing to follow, and no reason to make SQLite read
+        // its schema again where it would not without Pleroma.
+        let schema_changed = kind.is_schema_change() && result.is_ok();
+        if schema_changed && !now_auto {
             self.txn.schema_changed = true;
         }
         if now_auto {
             self.txn.clear();
         }
-        if kind.is_schema_change() || schema_undone {
+        if schema_changed || schema_undone {
             planes::reverify_all(&self.db, &mut shared);
             drop(shared);
             self.forget_plans();
@@ -643,7 +654,7 @@ impl Connection {
         }
         // Our own commits do not move data_version, so it still tells
         // other connections' writes apart.
-        if sharing && now_auto && flags.committed {
+        if now_auto && flags.committed {
             self.publish()?;
         }
         Ok(result?)

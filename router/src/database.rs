@@ -50,6 +50,9 @@ pub(crate) enum Found {
     /// Another connection of this process has committed and not yet
     /// published: the planes cannot be proven current this moment.
     InFlight,
+    /// Older than every state still in the history: newer commits of this
+    /// process were published since the state was read.
+    Passed,
     /// Nothing published matches: an outside writer, or nothing published.
     Nothing,
 }
@@ -184,6 +187,9 @@ impl Database {
         let history = self.history.load();
         if let Some(p) = history.iter().find(|p| p.id == *id) {
             return Found::Published(p.clone());
+        }
+        if history.len() == HISTORY && history.last().is_some_and(|p| id.older_than(&p.id)) {
+            return Found::Passed;
         }
         if in_flight {
             Found::InFlight

@@ -261,6 +261,15 @@ impl Clone for WalSnapshot {
     }
 }
 
+impl WalSnapshot {
+    /// Whether this names an older committed state than `other`.
+    pub fn older_than(&self, other: &WalSnapshot) -> bool {
+        // SAFETY: both pointers are live snapshots; sqlite3_snapshot_cmp
+        // only reads them.
+        unsafe { ffi::sqlite3_snapshot_cmp(self.0, other.0) < 0 }
+    }
+}
+
 impl PartialEq for WalSnapshot {
     fn eq(&self, other: &WalSnapshot) -> bool {
         // SAFETY: both pointers are live snapshots (freed only in `Drop`);

@@ -132,3 +132,61 @@ fn a_plane_without_its_columns_declines_instead_of_panicking() {
         [RouteKind::Engine, RouteKind::Engine, RouteKind::Plane]
     );
 }
+
+/// A schema statement that fails changes nothing, so Pleroma does no work
+/// after it either: SQLite's own schema state stays exactly as without
+/// Pleroma (issue #10, item 6).
+#[test]
+fn a_failing_alter_inside_a_transaction_ends_as_in_sqlite() {
+    twin(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, g TEXT, note INTEGER);
+         INSERT INTO t VALUES (1, 'a', 5);
+         CREATE VIEW v AS SELECT id, g FROM t;
+         CREATE TRIGGER v_ins INSTEAD OF INSERT ON v BEGIN
+           INSERT INTO t(id, g, note) VALUES (new.id, new.g, new.note);
+         END;
+         PRAGMA pleroma_attach('t', 'g', 'note');
+         BEGIN;
+         ALTER TABLE t DROP COLUMN note;
+         SELECT * FROM t;
+         COMMIT;
+         SELECT * FROM t;
+         SELECT g, COUNT(*) FROM t GROUP BY g;",
+    );
+}
+
+/// The same through `query` (as the shell runs every statement), and the
+/// statement prepared again after its error (as the shell does to word it).
+#[test]
+fn a_failing_alter_run_as_a_query_leaves_sqlites_schema_alone() {
+    let script = [
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, g TEXT, note INTEGER)",
+        "INSERT INTO t VALUES (1, 'a', 5)",
+        "CREATE VIEW v AS SELECT id, g FROM t",
+        "CREATE TRIGGER v_ins INSTEAD OF INSERT ON v BEGIN INSERT INTO t(id, g, note) VALUES (new.id, new.g, new.note); END",
+    ];
+    let mut pl = pleroma::Connection::open_in_memory().unwrap();
+    let sq = rusqlite::Connection::open_in_memory().unwrap();
+    for s in script {
+        pl.execute_batch(s).unwrap();
+        sq.execute_batch(s).unwrap();
+    }
+    pl.execute_batch("PRAGMA pleroma_attach('t', 'g', 'note')")
+        .unwrap();
+    pl.query("BEGIN", &[]).unwrap();
+    sq.execute_batch("BEGIN").unwrap();
+    let alter = "ALTER TABLE t DROP COLUMN note";
+    let a = pl.query(alter, &[]).map(|_| ()).map_err(|e| e.to_string());
+    let b = sq.execute_batch(alter).map_err(|e| e.to_string());
+    assert_eq!(a, b);
+    assert_eq!(
+        pl.sqlite().prepare(alter).is_err(),
+        sq.prepare(alter).is_err(),
+        "prepared again after the error"
+    );
+    let q = "SELECT * FROM t";
+    assert_eq!(
+        pl.query(q, &[]).unwrap().rows,
+        sqlite_rows(&sq, q, &[]).unwrap()
+    );
+}
