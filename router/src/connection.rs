@@ -502,6 +502,14 @@ impl Connection {
         }
     }
 
+    /// The shared-plane mutations: publish the working copy, with its
+    /// uncommitted or rolled-back writes, as the committed state it started
+    /// from.
+    fn publish_mutated(&self) {
+        let entries = self.lock().published();
+        self.database.publish_as_newest(entries);
+    }
+
     /// After a commit (or a rebuild) in autocommit: publish the planes for
     /// the other connections of this process, tagged with the committed
     /// state they are exactly, or publish nothing when that cannot be
@@ -551,27 +559,18 @@ impl Connection {
             s.begin_statement(was_auto);
             matches!(kind, StmtKind::Begin | StmtKind::Savepoint(_)).then(|| s.snapshots())
         };
+        let ends = |k: StmtKind, m: &str| kind == k && crate::mutation::active(m);
         if sharing
             && !was_auto
-            && kind == StmtKind::Commit
-            && crate::mutation::active("publish_before_commit")
+            && (ends(StmtKind::Commit, "publish_before_commit")
+                || ends(StmtKind::Rollback, "publish_rollback"))
         {
-            let entries = self.lock().published();
-            self.database.publish_as_newest(entries);
-        }
-        if sharing
-            && !was_auto
-            && kind == StmtKind::Rollback
-            && crate::mutation::active("publish_rollback")
-        {
-            let entries = self.lock().published();
-            self.database.publish_as_newest(entries);
+            self.publish_mutated();
         }
         let result = exec(&self.db, sql, params, want_rows);
         let now_auto = self.db.is_autocommit();
         if sharing && !now_auto && crate::mutation::active("publish_uncommitted") {
-            let entries = self.lock().published();
-            self.database.publish_as_newest(entries);
+            self.publish_mutated();
         }
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         let flags = shared.take_flags();
