@@ -463,7 +463,14 @@ impl Connection {
     /// connection's SQLite shows.
     fn adopt(&mut self, p: &Published) {
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-        let same = shared.defs_match(&p.entries);
+        // Cached plans hold column affinities: a schema change elsewhere
+        // (which re-reads the column maps there) makes them suspect.
+        let same = shared.defs_match(&p.entries)
+            && shared
+                .entries
+                .iter()
+                .zip(&p.entries)
+                .all(|(e, pe)| Arc::ptr_eq(&e.cols, &pe.snap.cols));
         if same {
             // A commit that changed no plane (another table, or the same
             // state published again) leaves the memo valid.

@@ -292,3 +292,40 @@ fn a_plane_redefined_elsewhere_is_classified_again_before_it_answers() {
     b.execute_batch("COMMIT").unwrap();
     check(&mut b);
 }
+
+#[test]
+fn a_table_recreated_elsewhere_with_another_affinity_is_classified_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    let mut a = open(&path);
+    a.execute_batch(
+        "PRAGMA journal_mode = WAL; CREATE TABLE t(d TEXT, m INTEGER);
+         INSERT INTO t VALUES ('5', 1), ('x', 2);
+         PRAGMA pleroma_attach('t', 'd', 'm');",
+    )
+    .unwrap();
+    let mut b = open(&path);
+    let q = "SELECT d, COUNT(*), SUM(m) FROM t GROUP BY d HAVING d = 5";
+    for _ in 0..2 {
+        assert_eq!(
+            b.query(q, &[]).unwrap().rows,
+            sqlite_rows(b.sqlite(), q, &[]).unwrap()
+        );
+    }
+    a.execute_batch(
+        "DROP TABLE t; CREATE TABLE t(d BLOB, m INTEGER);
+         INSERT INTO t VALUES ('5', 1), (5, 4);
+         PRAGMA pleroma_rebuild('t');",
+    )
+    .unwrap();
+    assert_eq!(
+        b.query(q, &[]).unwrap().rows,
+        sqlite_rows(b.sqlite(), q, &[]).unwrap()
+    );
+    assert_ne!(
+        b.last_route().kind,
+        RouteKind::Engine,
+        "{:?}",
+        b.last_route()
+    );
+}
