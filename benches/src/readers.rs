@@ -268,6 +268,8 @@ struct ReaderLog {
     latency: [Vec<f64>; 3],
     /// Per kind: reads by route kind.
     routes: [Vec<(&'static str, u64)>; 3],
+    /// Why reads on a Pleroma arm went to SQLite (the router's words).
+    reasons: Vec<(String, u64)>,
     /// Reads started later than their slot by more than one slot.
     late: u64,
     rebuilds: i64,
@@ -308,6 +310,15 @@ fn reader(
         let ms = millis(t);
         log.latency[kind].push(ms);
         bump(&mut log.routes[kind], route_kind(c));
+        if let ArmConn::Pleroma(p) = c {
+            let r = p.last_route();
+            if r.kind == pleroma::RouteKind::Engine && arm == Arm::Plane {
+                match log.reasons.iter_mut().find(|(w, _)| *w == r.reason) {
+                    Some((_, n)) => *n += 1,
+                    None => log.reasons.push((r.reason.clone(), 1)),
+                }
+            }
+        }
         match data.state_of(kind, &rows) {
             Ok(k) if k < last_k => log.errors.push(format!(
                 "{}: went back from state {last_k} to {k}",
@@ -490,8 +501,25 @@ pub fn run(rows: u64, opts: &Options) -> Result<Outcome> {
                 .figures
                 .insert(format!("{a} {name} reads"), all.len() as f64);
         }
+        let mut reasons: Vec<(String, u64)> = Vec::new();
         for l in &logs {
             report.mismatches.extend(l.errors.iter().cloned());
+            for (w, n) in &l.reasons {
+                match reasons.iter_mut().find(|(x, _)| x == w) {
+                    Some((_, c)) => *c += n,
+                    None => reasons.push((w.clone(), *n)),
+                }
+            }
+        }
+        if !reasons.is_empty() {
+            report.notes.insert(
+                format!("{a} reads on SQLite, why"),
+                reasons
+                    .iter()
+                    .map(|(w, n)| format!("{n} x {w:?}"))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            );
         }
     }
     let markdown = table(&report, &arms, rows);
