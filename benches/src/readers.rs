@@ -16,7 +16,8 @@
 //!   execute + fetch of every row), and how many reads ran;
 //! - the plane arm: how each read was answered (plane, memo, engine: a read
 //!   that finds another connection's commit not yet published runs on
-//!   SQLite), and the readers' rebuilds from `PRAGMA pleroma_planes`.
+//!   SQLite), the p99 and worst of the reads the plane or its memo answered
+//!   alone, and the readers' rebuilds from `PRAGMA pleroma_planes`.
 //!
 //! Every read is checked exact: the rows are generated before the run, so
 //! the answer of every committed state (k batches) is known; each answer must
@@ -266,6 +267,8 @@ impl Data {
 struct ReaderLog {
     /// Per kind: latency of every read, ms.
     latency: [Vec<f64>; 3],
+    /// Per kind: latency of the reads the plane or its memo answered.
+    served: [Vec<f64>; 3],
     /// Per kind: reads by route kind.
     routes: [Vec<(&'static str, u64)>; 3],
     /// Why reads on a Pleroma arm went to SQLite (the router's words).
@@ -310,6 +313,9 @@ fn reader(
         let ms = millis(t);
         log.latency[kind].push(ms);
         bump(&mut log.routes[kind], route_kind(c));
+        if matches!(route_kind(c), "plane" | "memo") {
+            log.served[kind].push(ms);
+        }
         if let ArmConn::Pleroma(p) = c {
             let r = p.last_route();
             if r.kind == pleroma::RouteKind::Engine && arm == Arm::Plane {
@@ -500,6 +506,20 @@ pub fn run(rows: u64, opts: &Options) -> Result<Outcome> {
             report
                 .figures
                 .insert(format!("{a} {name} reads"), all.len() as f64);
+            if arm == Arm::Plane {
+                let served: Vec<f64> = logs
+                    .iter()
+                    .flat_map(|l| l.served[kind].iter().copied())
+                    .collect();
+                report.figures.insert(
+                    format!("{a} {name} served-only p99 ms"),
+                    quantile(&served, 0.99),
+                );
+                report.figures.insert(
+                    format!("{a} {name} served-only worst ms"),
+                    served.iter().copied().fold(0.0, f64::max),
+                );
+            }
         }
         let mut reasons: Vec<(String, u64)> = Vec::new();
         for l in &logs {
