@@ -14,6 +14,11 @@ for w in ledger dashboard classes tenants; do
     "$bin" bench "$w" --rows 2000 "${fast[@]}" --json "$out/$w.json" --svg "$out/$w.svg" > "$out/$w.md"
 done
 "$bin" bench writes --rows 2000 --json "$out/writes.json" > "$out/writes.md"
+# The shared-plane workloads (issue 12): every read checked against a
+# committed state or against the sqlite arm.
+for w in readers ingest pool; do
+    "$bin" bench "$w" --rows 2000 --json "$out/$w.json" > "$out/$w.md"
+done
 "$bin" bench speedtest --rows 600 --json "$out/speedtest.json" > "$out/speedtest.md"
 # The regression gate reads what the harness writes (a file against itself
 # never regresses).

@@ -7,8 +7,9 @@
 //! pleroma bench compare OLD.json NEW.json
 //! ```
 //!
-//! WORKLOAD is `ledger` (§1), `dashboard` (§2), `tenants` (§4), `classes`
-//! (§5), `writes` (§6) or `speedtest` (§9). Output: a Markdown table on stdout, every figure as
+//! WORKLOAD is `ledger` (§1), `dashboard` (§2), `ingest` (§3), `tenants`
+//! (§4), `classes` (§5), `writes` (§6), `readers` (§7), `speedtest` (§9) or
+//! `pool` (§10). Output: a Markdown table on stdout, every figure as
 //! JSON (`--json`), a log-scale bar chart (`--svg`). A wrong answer on any
 //! arm fails the run.
 
@@ -25,7 +26,10 @@ pub mod duckdb;
 pub mod env;
 pub mod gen;
 pub mod harness;
+pub mod ingest;
 pub mod ledger;
+pub mod pool;
+pub mod readers;
 pub mod speedtest;
 pub mod svg;
 pub mod tenants;
@@ -45,14 +49,20 @@ enum Cmd {
     Ledger(RunArgs),
     /// §2: events, 32 dashboard slices in classes W/G/H/D/X/T (default 100,000 events).
     Dashboard(RunArgs),
+    /// §3: ingest while querying: bulk loads, single INSERTs, a dashboard panel, trickle pairs (default 2,000,000 base rows).
+    Ingest(RunArgs),
     /// §4: six tenant tables and a products table: filters and joins through limbs (default 500,000 events).
     Tenants(RunArgs),
     /// §5: 17 query classes on one table (run at 100,000, 300,000, 1,000,000).
     Classes(RunArgs),
     /// §6: the write cost of an attached plane (default 100,000 rows).
     Writes(RunArgs),
+    /// §7: ingest in 1,000-row batches while 4 reader threads query at 1,000/s each (default 2,000,000 events).
+    Readers(RunArgs),
     /// §9: the eleven tests of the classic SQLite speed comparison (default 30,000 rows).
     Speedtest(RunArgs),
+    /// §10: 8 connections on one file, one writing, 7 running plane-served queries (default 1,000,000 events).
+    Pool(RunArgs),
     /// The regression gate: cells of NEW worse than OLD by >25 % (or OLD's spread) in both loops.
     Compare { old: PathBuf, new: PathBuf },
     /// Print the tables of a saved JSON result again (and redraw its chart).
@@ -189,6 +199,9 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
         Cmd::Classes(a) => ("classes", a),
         Cmd::Writes(a) => ("writes", a),
         Cmd::Speedtest(a) => ("speedtest", a),
+        Cmd::Ingest(a) => ("ingest", a),
+        Cmd::Readers(a) => ("readers", a),
+        Cmd::Pool(a) => ("pool", a),
     };
     let mut arms = Vec::new();
     for s in a.arms.split(',').filter(|s| !s.trim().is_empty()) {
@@ -221,6 +234,9 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
         "tenants" => tenants::run(a.rows.unwrap_or(500_000), &opts)?,
         "classes" => classes::run(a.rows.unwrap_or(100_000), &opts)?,
         "writes" => writes::run(a.rows.unwrap_or(100_000), &opts)?,
+        "ingest" => ingest::run(a.rows.unwrap_or(2_000_000), &opts)?,
+        "readers" => readers::run(a.rows.unwrap_or(2_000_000), &opts)?,
+        "pool" => pool::run(a.rows.unwrap_or(1_000_000), &opts)?,
         _ => speedtest::run(a.rows.unwrap_or(30_000), &opts)?,
     };
     let r = &out.report;
