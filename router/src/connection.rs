@@ -56,6 +56,10 @@ pub struct Connection {
     _member: Member,
 }
 
+/// Longest a read waits for another connection's publish of a commit it
+/// already sees, before SQLite answers it instead.
+const PUBLISH_WAIT: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// How many answers the memo keeps.
 const MEMO_CAPACITY: usize = 256;
 
@@ -405,9 +409,15 @@ impl Connection {
             self.data_version = v;
             return Ok(true);
         }
-        // An autocommit read may look again: a state that newer commits
-        // pushed out of the history while this thread was not running.
-        for _ in 0..3 {
+        // A commit of this process seen before its publish: wait for the
+        // publish (a few pointer copies after COMMIT returns, unless the
+        // writer's thread is not running), yielding, for at most
+        // PUBLISH_WAIT; past that SQLite answers. An autocommit read may
+        // also look again at a state that newer commits pushed out of the
+        // history while this thread was not running.
+        let deadline = std::time::Instant::now() + PUBLISH_WAIT;
+        let mut passed = 0;
+        loop {
             let Some((v2, id)) = self.view()? else { break };
             match self.database.find(&id) {
                 Found::Published(p) => {
@@ -415,8 +425,11 @@ impl Connection {
                     self.adopt(&p);
                     return Ok(true);
                 }
+                Found::InFlight if std::time::Instant::now() < deadline => {
+                    std::thread::yield_now();
+                }
                 Found::InFlight => return Ok(false),
-                Found::Passed if self.db.is_autocommit() => continue,
+                Found::Passed if self.db.is_autocommit() && passed < 3 => passed += 1,
                 Found::Passed | Found::Nothing => break,
             }
         }
