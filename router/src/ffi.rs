@@ -1,5 +1,6 @@
-//! Every raw SQLite call Pleroma makes: `sqlite3_complete` and the
-//! pre-update hook. rusqlite wraps everything else.
+//! Every raw SQLite call Pleroma makes: `sqlite3_complete`, the pre-update
+//! hook, WAL snapshots (the identity of a committed state, for shared
+//! planes), and the connection counters. rusqlite wraps everything else.
 //!
 //! The pre-update hook is registered here rather than through rusqlite's
 //! `preupdate_hook` feature, which turns on bindgen (and so needs libclang
