@@ -68,6 +68,13 @@ pub(crate) struct PlaneEntry {
     /// Out of service for a reason outside the cells (schema changes).
     /// Part of what a snapshot saves, like the cells' own fault.
     pub broken: Option<String>,
+    pub stats: EntryStats,
+}
+
+/// What `pleroma_planes` counts for a plane on this connection; carried
+/// across rebuilds and takeovers.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct EntryStats {
     pub served: u64,
     pub declined: u64,
     /// Full rebuilds from the table since the plane was attached or opened,
@@ -75,6 +82,18 @@ pub(crate) struct PlaneEntry {
     pub rebuilds: u64,
     pub rebuild_ms: f64,
     pub last_rebuild: Option<Rebuild>,
+}
+
+impl EntryStats {
+    /// These counts plus one rebuild of `ms` for `why`.
+    pub fn rebuilt(&self, why: Rebuild, ms: f64) -> EntryStats {
+        EntryStats {
+            rebuilds: self.rebuilds + 1,
+            rebuild_ms: self.rebuild_ms + ms,
+            last_rebuild: Some(why),
+            ..self.clone()
+        }
+    }
 }
 
 /// Everything of an entry that a write, a schema change or a rebuild can
@@ -409,11 +428,7 @@ pub(crate) fn build_entry(db: &rusqlite::Connection, def: PlaneDef) -> PlaneEntr
         cols: Arc::default(),
         plane: Plane::new(config),
         broken: None,
-        served: 0,
-        declined: 0,
-        rebuilds: 0,
-        rebuild_ms: 0.0,
-        last_rebuild: None,
+        stats: EntryStats::default(),
         def,
     };
     if let Err(reason) = resolve_columns(db, &mut entry) {

@@ -225,11 +225,14 @@ impl Connection {
             self.publish()?;
             return Ok((rows, 0));
         }
-        // Planes planes: start from the committed state, which another
-        // connection may have published (or changed the planes in).
-        if sharing && self.db.is_autocommit() {
-            self.sync_external()?;
-        }
+        // Shared planes: start from the committed state, which another
+        // connection may have published (or changed the planes in). A plane
+        // answer below uses this sync instead of making its own.
+        let synced = if sharing && self.db.is_autocommit() {
+            Some(self.sync_external()?)
+        } else {
+            None
+        };
         if self.lock().is_empty() {
             self.last_route = Route::engine("no plane attached");
             if sharing {
@@ -253,7 +256,7 @@ impl Connection {
             self.set_engine_route("not a read-only SELECT");
             return self.run_engine(sql, params, want_rows);
         }
-        match self.try_plane(sql, params)? {
+        match self.try_plane(sql, params, synced)? {
             Attempt::Served(rows) => Ok((rows, 0)),
             // A read-only SELECT: nothing to keep track of.
             Attempt::ReadOnly => Ok(exec(&self.db, sql, params, want_rows)?),
@@ -263,7 +266,9 @@ impl Connection {
 
     /// Try to answer from a plane; otherwise say how SQLite should run it
     /// (the route and counters already say why).
-    fn try_plane(&mut self, sql: &str, params: &[Value]) -> Result<Attempt> {
+    /// `synced`: the result of a `sync_external` this statement already
+    /// made.
+    fn try_plane(&mut self, sql: &str, params: &[Value], synced: Option<bool>) -> Result<Attempt> {
         let class = match self.cache.get(sql) {
             Some(c) => c.clone(),
             None => {
@@ -290,7 +295,11 @@ impl Connection {
             return self.decline("pleroma_route = engine", Some(table));
         }
         let epoch = self.plans_epoch;
-        if !self.sync_external()? {
+        let current = match synced {
+            Some(current) => current,
+            None => self.sync_external()?,
+        };
+        if !current {
             return self.decline(
                 "another connection's commit is being published",
                 Some(table),
@@ -299,7 +308,7 @@ impl Connection {
         if self.plans_epoch != epoch {
             // The planes taken over are another set (a plane attached or
             // detached elsewhere): classify the statement again.
-            return self.try_plane(sql, params);
+            return self.try_plane(sql, params, Some(true));
         }
         // The memo: an exact earlier answer, while no plane has changed.
         let key = format!("{sql}\0{params:?}");
@@ -538,9 +547,6 @@ impl Connection {
         if !self.database.shared() || !self.db.is_autocommit() {
             return Ok(());
         }
-        if self.read_data_version()? != self.data_version {
-            return Ok(());
-        }
         let Some((v, id)) = self.view()? else {
             return Ok(());
         };
@@ -562,11 +568,11 @@ impl Connection {
     ) -> Result<(Rows, usize)> {
         let kind = txn::kind_of(sql);
         let was_auto = self.db.is_autocommit();
-        // A statement that may end in a commit: readers that see it before
-        // it is published wait for the publish (by declining), not rebuild.
-        // Always, and whether the file is shared is asked again after the
-        // statement: a connection that opens meanwhile must find the commit
-        // either in flight or published.
+        // A statement that may end in a commit: a reader that sees it
+        // before it is published waits for the publish instead of
+        // rebuilding. Marked whether or not the file is shared now (asked
+        // again after the statement): a connection that opens meanwhile
+        // must find the commit either in flight or published.
         let sharing = self.database.shared();
         let _commit = (was_auto || matches!(kind, StmtKind::Commit | StmtKind::Release(_)))
             .then(|| self.database.commit_in_flight());

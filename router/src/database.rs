@@ -167,15 +167,7 @@ impl Database {
     /// wrong by construction, for the deliberate mutations only.
     pub fn publish_as_newest(&self, entries: Vec<PublishedEntry>) {
         if let Some(p) = self.newest() {
-            let _g = self.publishing.lock().unwrap_or_else(|e| e.into_inner());
-            let old = self.history.load();
-            let mut next: Vec<Arc<Published>> = Vec::with_capacity(HISTORY);
-            next.push(Arc::new(Published {
-                id: p.id.clone(),
-                entries,
-            }));
-            next.extend(old.iter().take(HISTORY - 1).cloned());
-            self.history.store(Arc::new(next));
+            self.publish(p.id.clone(), entries);
         }
     }
 
@@ -229,10 +221,6 @@ pub(crate) fn entry_from_published(p: &PublishedEntry, old: Option<&PlaneEntry>)
         cols: p.snap.cols.clone(),
         plane,
         broken: p.snap.broken.clone(),
-        served: old.map_or(0, |o| o.served),
-        declined: old.map_or(0, |o| o.declined),
-        rebuilds: old.map_or(0, |o| o.rebuilds),
-        rebuild_ms: old.map_or(0.0, |o| o.rebuild_ms),
-        last_rebuild: old.and_then(|o| o.last_rebuild),
+        stats: old.map(|o| o.stats.clone()).unwrap_or_default(),
     }
 }

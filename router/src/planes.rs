@@ -97,9 +97,9 @@ impl Planes {
         if let Some(i) = self.find(table) {
             let e = &mut self.entries[i];
             if served {
-                e.served += 1;
+                e.stats.served += 1;
             } else {
-                e.declined += 1;
+                e.stats.declined += 1;
             }
         }
     }
@@ -219,11 +219,12 @@ impl Planes {
                         .into(),
                     ),
                     reason.map(Value::Text).unwrap_or(Value::Null),
-                    Value::Integer(e.served as i64),
-                    Value::Integer(e.declined as i64),
-                    Value::Integer(e.rebuilds as i64),
-                    Value::Real((e.rebuild_ms * 1e3).round() / 1e3),
-                    e.last_rebuild
+                    Value::Integer(e.stats.served as i64),
+                    Value::Integer(e.stats.declined as i64),
+                    Value::Integer(e.stats.rebuilds as i64),
+                    Value::Real((e.stats.rebuild_ms * 1e3).round() / 1e3),
+                    e.stats
+                        .last_rebuild
                         .map(|r| Value::Text(r.reason().into()))
                         .unwrap_or(Value::Null),
                 ]
@@ -300,11 +301,7 @@ pub(crate) struct Undo {
 fn rebuild_entry(db: &rusqlite::Connection, e: &mut PlaneEntry, why: Rebuild) {
     let start = std::time::Instant::now();
     let mut fresh = catalog::build_entry(db, e.def.clone());
-    fresh.served = e.served;
-    fresh.declined = e.declined;
-    fresh.rebuilds = e.rebuilds + 1;
-    fresh.rebuild_ms = e.rebuild_ms + start.elapsed().as_secs_f64() * 1e3;
-    fresh.last_rebuild = Some(why);
+    fresh.stats = e.stats.rebuilt(why, start.elapsed().as_secs_f64() * 1e3);
     *e = fresh;
 }
 
@@ -334,15 +331,11 @@ pub(crate) fn reload_all(db: &rusqlite::Connection, shared: &mut Planes) -> rusq
     let mut entries = catalog::load_entries(db)?;
     let ms = start.elapsed().as_secs_f64() * 1e3 / entries.len().max(1) as f64;
     for e in &mut entries {
-        if let Some(old) = shared.find_def(&e.def) {
-            e.served = old.served;
-            e.declined = old.declined;
-            e.rebuilds = old.rebuilds;
-            e.rebuild_ms = old.rebuild_ms;
-        }
-        e.rebuilds += 1;
-        e.rebuild_ms += ms;
-        e.last_rebuild = Some(Rebuild::External);
+        let old = shared
+            .find_def(&e.def)
+            .map(|o| o.stats.clone())
+            .unwrap_or_default();
+        e.stats = old.rebuilt(Rebuild::External, ms);
     }
     shared.replace_entries(entries);
     Ok(())
