@@ -315,7 +315,9 @@ pub fn run(rows: u64, opts: &Options) -> Result<Outcome> {
     })
 }
 
-fn table(report: &Report, arms: &[Arm]) -> String {
+/// One row per measure: each arm's median, the plane's speed-up over each
+/// other arm, and whether every arm's answers matched (shared with `pool`).
+pub(crate) fn measure_table(report: &Report, arms: &[Arm], measures: &[&str]) -> String {
     let mut head = vec!["measure (median)".to_owned()];
     head.extend(arms.iter().map(|a| format!("{} ms", a.name())));
     let others: Vec<Arm> = arms.iter().copied().filter(|a| *a != Arm::Plane).collect();
@@ -325,7 +327,7 @@ fn table(report: &Report, arms: &[Arm]) -> String {
     head.push("same answers".into());
     let mut out = table_row(&head);
     out.push_str(&table_row(&vec!["---".to_owned(); head.len()]));
-    for m in MEASURES {
+    for &m in measures {
         let mut row = vec![m.to_owned()];
         for a in arms {
             row.push(
@@ -351,6 +353,11 @@ fn table(report: &Report, arms: &[Arm]) -> String {
         row.push(if ok { "yes".into() } else { "**NO**".into() });
         out.push_str(&table_row(&row));
     }
+    out
+}
+
+fn table(report: &Report, arms: &[Arm]) -> String {
+    let mut out = measure_table(report, arms, &MEASURES);
     if let (Some(_), Some(_)) = (
         report.cell("panel", Arm::Plane),
         report.cell("panel", Arm::Engine),

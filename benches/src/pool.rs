@@ -37,7 +37,7 @@ use rusqlite::types::Value;
 use crate::check;
 use crate::dashboard;
 use crate::gen::Rng;
-use crate::harness::{fmt_ms, fmt_ratio, millis, speedup, table_row, Answer, Arm, Options, Report};
+use crate::harness::{fmt_ms, millis, Answer, Arm, Options, Report};
 use crate::ingest::{self, event_row, INSERT};
 use crate::readers::{cell, rebuilds, remove_db, route_kind};
 use crate::writes::ArmConn;
@@ -270,41 +270,7 @@ pub fn run(rows: u64, opts: &Options) -> Result<Outcome> {
 }
 
 fn table(report: &Report, arms: &[Arm]) -> String {
-    let mut head = vec!["measure (median)".to_owned()];
-    head.extend(arms.iter().map(|a| format!("{} ms", a.name())));
-    let others: Vec<Arm> = arms.iter().copied().filter(|a| *a != Arm::Plane).collect();
-    if arms.contains(&Arm::Plane) {
-        head.extend(others.iter().map(|o| format!("plane vs {}", o.name())));
-    }
-    head.push("same answers".into());
-    let mut out = table_row(&head);
-    out.push_str(&table_row(&vec!["---".to_owned(); head.len()]));
-    for m in MEASURES {
-        let mut row = vec![m.to_owned()];
-        for a in arms {
-            row.push(
-                report
-                    .cell(m, *a)
-                    .map(|c| format!("{}{}", fmt_ms(c.warm_ms), if c.noisy { " ~" } else { "" }))
-                    .unwrap_or_default(),
-            );
-        }
-        if let Some(p) = report.cell(m, Arm::Plane) {
-            for o in &others {
-                row.push(
-                    report
-                        .cell(m, *o)
-                        .map(|c| fmt_ratio(speedup(p.warm_ms, c.warm_ms)))
-                        .unwrap_or_default(),
-                );
-            }
-        }
-        let ok = arms
-            .iter()
-            .all(|a| report.cell(m, *a).is_none_or(|c| c.matched));
-        row.push(if ok { "yes".into() } else { "**NO**".into() });
-        out.push_str(&table_row(&row));
-    }
+    let mut out = ingest::measure_table(report, arms, &MEASURES);
     if let Some(p) = report.cell("no_write", Arm::Plane) {
         let after = |m: &str| report.cell(m, Arm::Plane).map_or(f64::NAN, |c| c.warm_ms);
         out.push_str(&format!(
