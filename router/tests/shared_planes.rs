@@ -47,18 +47,22 @@ fn rebuilds(c: &mut Connection) -> i64 {
         .sum()
 }
 
-fn setup() -> (tempfile::TempDir, std::path::PathBuf) {
+/// A new WAL file, set up by `sql` on a connection that then closes.
+fn wal_file(sql: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db.sqlite");
     let mut c = open(&path);
-    c.execute_batch(
-        "PRAGMA journal_mode = WAL;
-         CREATE TABLE t(id INTEGER PRIMARY KEY, g TEXT, m INTEGER);
+    c.execute_batch("PRAGMA journal_mode = WAL").unwrap();
+    c.execute_batch(sql).unwrap();
+    (dir, path)
+}
+
+fn setup() -> (tempfile::TempDir, std::path::PathBuf) {
+    wal_file(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, g TEXT, m INTEGER);
          INSERT INTO t(g, m) VALUES ('a', 1), ('b', 2), ('a', 3);
          PRAGMA pleroma_attach('t', 'g', 'm');",
     )
-    .unwrap();
-    (dir, path)
 }
 
 #[test]
@@ -136,14 +140,11 @@ fn a_read_transaction_keeps_its_state_while_commits_go_on() {
 
 #[test]
 fn a_plane_attached_on_one_connection_reaches_the_others() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("db.sqlite");
-    let mut a = open(&path);
-    a.execute_batch(
-        "PRAGMA journal_mode = WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, g TEXT, m INTEGER);
+    let (_dir, path) = wal_file(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, g TEXT, m INTEGER);
          INSERT INTO t(g, m) VALUES ('a', 1);",
-    )
-    .unwrap();
+    );
+    let mut a = open(&path);
     let mut b = open(&path);
     a.execute_batch("PRAGMA pleroma_attach('t', 'g', 'm')")
         .unwrap();
@@ -295,15 +296,12 @@ fn a_plane_redefined_elsewhere_is_classified_again_before_it_answers() {
 
 #[test]
 fn a_table_recreated_elsewhere_with_another_affinity_is_classified_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("db.sqlite");
-    let mut a = open(&path);
-    a.execute_batch(
-        "PRAGMA journal_mode = WAL; CREATE TABLE t(d TEXT, m INTEGER);
+    let (_dir, path) = wal_file(
+        "CREATE TABLE t(d TEXT, m INTEGER);
          INSERT INTO t VALUES ('5', 1), ('x', 2);
          PRAGMA pleroma_attach('t', 'd', 'm');",
-    )
-    .unwrap();
+    );
+    let mut a = open(&path);
     let mut b = open(&path);
     let q = "SELECT d, COUNT(*), SUM(m) FROM t GROUP BY d HAVING d = 5";
     for _ in 0..2 {
