@@ -62,6 +62,12 @@ impl Image {
             && self.foreign == of.state.foreign
             && self.fault.as_deref() == of.fault()
     }
+    /// The same image, marked out of service for `reason` (a receiver
+    /// rebuilds instead of trusting it).
+    pub fn faulted(mut self, reason: String) -> Image {
+        self.fault = Some(reason);
+        self
+    }
     /// The fault the plane had when the image was taken.
     pub fn fault(&self) -> Option<&str> {
         self.fault.as_deref()

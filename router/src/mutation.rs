@@ -41,6 +41,12 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     "schema_not_restored",
     "collation_ignored",
     "counters_moved",
+    // Persisted planes (caught by reopening, a second process's writes and
+    // a plain connection's `DELETE FROM t` in the same suite).
+    "trust_stale_checkpoint",
+    "skip_log_entry",
+    "persist_rolled_back",
+    "plain_write_ignored",
 ];
 
 /// The join limb's and the memo's mutations.
