@@ -238,9 +238,12 @@ impl Connection {
     /// While it lives, the guard function lets this connection's writes
     /// through (when its planes are persisted).
     fn allow_guard(&self) -> AllowGuard {
+        // With the file attached a second time, a write through that
+        // handle cannot share a transaction with the state row: refused.
+        let allow = self.persisted.on && self.lock().main_aliases.is_empty();
         self.guard
             .allow
-            .store(self.persisted.on, std::sync::atomic::Ordering::Relaxed);
+            .store(allow, std::sync::atomic::Ordering::Relaxed);
         AllowGuard(self.guard.clone())
     }
 
@@ -651,6 +654,11 @@ impl Connection {
     /// `wait`: take the write lock with the connection's busy timeout;
     /// otherwise only if it is free now.
     fn persist_now(&mut self, checkpoint: bool, wait: bool) -> Result<()> {
+        if !self.lock().main_aliases.is_empty() {
+            // `BEGIN IMMEDIATE` would lock the file twice; the guard
+            // refuses writes meanwhile, and a later write persists.
+            return Ok(());
+        }
         let began = if wait {
             self.db.execute_batch("BEGIN IMMEDIATE")
         } else {
@@ -971,8 +979,13 @@ impl Connection {
         {
             return false;
         }
-        if self.lock().is_empty() {
-            return false;
+        {
+            // With the file attached a second time, the guard refuses the
+            // write instead (see `allow_guard`).
+            let planes = self.lock();
+            if planes.is_empty() || !planes.main_aliases.is_empty() {
+                return false;
+            }
         }
         // A statement that does not prepare runs unwrapped and fails as it
         // would anyway.
@@ -1037,10 +1050,17 @@ impl Connection {
             return Ok(result?);
         }
         if result.is_err() && flags.events > 0 {
-            // ABORT undid the statement's rows, FAIL kept the earlier ones,
-            // and no hook says which: read them from the table, inside the
-            // transaction that commits them.
-            planes::rebuild_all(&self.db, &mut shared, Rebuild::FailedStatement);
+            // A failed statement inside the transaction: SQLite rolled the
+            // statement back (ABORT, and every error that is not a FAIL
+            // conflict), so its log takes it back. Only a FAIL conflict
+            // keeps the earlier rows, and no hook says how many: where the
+            // statement or the schema can ask for FAIL, read them from the
+            // table, inside the transaction that commits them.
+            if fail_possible(&self.db, sql) {
+                planes::rebuild_all(&self.db, &mut shared, Rebuild::FailedStatement);
+            } else if !shared.undo_statement() {
+                planes::rebuild_all(&self.db, &mut shared, Rebuild::Undo);
+            }
         }
         let schema_changed = kind.is_schema_change() && result.is_ok();
         if schema_changed {
@@ -1231,7 +1251,7 @@ impl Connection {
                             .into(),
                     ));
                 }
-                self.db.execute_batch("BEGIN IMMEDIATE")?;
+                self.db.execute_batch("BEGIN")?;
                 let r = self
                     .user_counters
                     .hidden(&self.db, || persist::set_setting(&self.db, on));
@@ -1375,6 +1395,23 @@ fn exec(
     }
     drop(rows);
     Ok((out, db.changes() as usize))
+}
+
+/// Whether a failing statement may have kept some of its rows: the word
+/// FAIL in its text (`OR FAIL`) or anywhere in the schema (`ON CONFLICT
+/// FAIL`, `RAISE(FAIL, …)` in a trigger). Conservative: a false yes only
+/// costs a rebuild.
+fn fail_possible(db: &rusqlite::Connection, sql: &str) -> bool {
+    let has = |s: &str| s.to_ascii_uppercase().contains("FAIL");
+    has(sql)
+        || db
+            .query_row(
+                "SELECT count(*) FROM (SELECT sql FROM main.sqlite_schema \
+                 UNION ALL SELECT sql FROM temp.sqlite_schema) WHERE upper(sql) LIKE '%FAIL%'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_or(true, |n| n > 0)
 }
 
 fn data_version(db: &rusqlite::Connection) -> rusqlite::Result<i64> {
