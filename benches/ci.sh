@@ -16,7 +16,7 @@ done
 "$bin" bench writes --rows 2000 --json "$out/writes.json" > "$out/writes.md"
 # The shared-plane workloads (issue 12): every read checked against a
 # committed state or against the sqlite arm.
-for w in readers ingest pool; do
+for w in readers ingest pool open; do
     "$bin" bench "$w" --rows 2000 --json "$out/$w.json" > "$out/$w.md"
 done
 "$bin" bench speedtest --rows 600 --json "$out/speedtest.json" > "$out/speedtest.md"

@@ -28,6 +28,7 @@ pub mod gen;
 pub mod harness;
 pub mod ingest;
 pub mod ledger;
+pub mod open;
 pub mod pool;
 pub mod readers;
 pub mod speedtest;
@@ -63,6 +64,8 @@ enum Cmd {
     Speedtest(RunArgs),
     /// §10: 8 connections on one file, one writing, 7 running plane-served queries (default 1,000,000 events).
     Pool(RunArgs),
+    /// §8: a new process's first plane answer, from persisted state and by rebuild; following another process's commit (default 1,000,000 rows).
+    Open(RunArgs),
     /// The regression gate: cells of NEW worse than OLD by >25 % (or OLD's spread) in both loops.
     Compare { old: PathBuf, new: PathBuf },
     /// Print the tables of a saved JSON result again (and redraw its chart).
@@ -202,6 +205,7 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
         Cmd::Ingest(a) => ("ingest", a),
         Cmd::Readers(a) => ("readers", a),
         Cmd::Pool(a) => ("pool", a),
+        Cmd::Open(a) => ("open", a),
     };
     let mut arms = Vec::new();
     for s in a.arms.split(',').filter(|s| !s.trim().is_empty()) {
@@ -237,6 +241,7 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
         "ingest" => ingest::run(a.rows.unwrap_or(2_000_000), &opts)?,
         "readers" => readers::run(a.rows.unwrap_or(2_000_000), &opts)?,
         "pool" => pool::run(a.rows.unwrap_or(1_000_000), &opts)?,
+        "open" => open::run(a.rows.unwrap_or(1_000_000), &opts)?,
         _ => speedtest::run(a.rows.unwrap_or(30_000), &opts)?,
     };
     let r = &out.report;

@@ -386,3 +386,29 @@ fn sigkill_at_seeded_points_loses_nothing() {
         );
     }
 }
+
+#[test]
+fn a_backup_taken_while_a_writer_runs_opens_exact_without_a_rebuild() {
+    assert!(
+        Command::new("sqlite3").arg("-version").output().is_ok(),
+        "the sqlite3 program is not on PATH: install it (Debian/Ubuntu: apt-get install sqlite3) \
+         or run the README's test command, bash scripts/test.sh, which does"
+    );
+    let (d, path) = new_db();
+    let copy = d.path().join("copy.db");
+    let mut w = child("child_writer", &path, "rows 400");
+    // SQLite's online backup API, as a replica receives the file: `.backup`
+    // of the sqlite3 program, a few times while the writer commits.
+    for _ in 0..3 {
+        let out = Command::new("sqlite3")
+            .arg(&path)
+            .arg(format!(".backup '{}'", copy.display()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(w.wait().unwrap().success());
+    let mut c = Connection::open(&copy).unwrap();
+    check_all(&mut c, &copy);
+    assert_eq!(planes_col(&mut c, "rebuilds"), int(0), "{:?}", planes_col(&mut c, "last_rebuild"));
+}
