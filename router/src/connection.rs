@@ -18,6 +18,7 @@ use crate::route::{Counters, Route, RouteKind, RouteMode};
 use crate::rows::Rows;
 use crate::rules::answer_from_cells::{self, Outcome};
 use crate::rules::answer_from_limb;
+use crate::rules::answer_with_residue;
 use crate::split::split_statements;
 use crate::txn::{self, StmtKind, TxnState};
 use crate::user_counters::UserCounters;
@@ -290,6 +291,7 @@ impl Connection {
             Classified::Declined(reason) => return self.decline(reason, None),
             Classified::Plan(plan) => &plan.table,
             Classified::Join(join) => &join.fact,
+            Classified::Residue(r) => &r.table,
         };
         if self.mode == RouteMode::Engine {
             return self.decline("pleroma_route = engine", Some(table));
@@ -333,6 +335,10 @@ impl Connection {
                 answer_from_cells::answer(&self.db, &mut shared, self.mode, plan, params)?
             }
             Classified::Join(join) => answer_from_limb::answer(&self.lock(), join, params)?,
+            Classified::Residue(r) => {
+                let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+                answer_with_residue::answer(&self.db, &mut shared, self.mode, r, params)?
+            }
             _ => unreachable!("declined above"),
         };
         match outcome {
@@ -838,6 +844,19 @@ impl Connection {
             Classified::NotSelect => ("engine", "not a SELECT".to_owned(), None, None),
             Classified::Declined(r) => ("engine", r.clone(), None, None),
             Classified::Join(_) => ("plane", "join limb".to_owned(), None, None),
+            Classified::Residue(r) => {
+                let _ = self.sync_external()?;
+                let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+                match answer_with_residue::core_json(&self.db, &mut shared, self.mode, r)? {
+                    Ok((_, route)) => (
+                        "plane",
+                        format!("residue: {}", r.split),
+                        route.plane_cost,
+                        route.engine_cost,
+                    ),
+                    Err((reason, _)) => ("engine", reason, None, None),
+                }
+            }
             Classified::Plan(plan) => {
                 let _ = self.sync_external()?;
                 let est = answer_from_cells::estimate(&self.lock(), plan);

@@ -29,6 +29,7 @@ mod hook;
 pub mod mutation;
 mod planes;
 mod pragma;
+mod residue;
 mod route;
 mod rows;
 mod rules;

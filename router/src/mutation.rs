@@ -41,6 +41,8 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     "schema_not_restored",
     "collation_ignored",
     "counters_moved",
+    "residue_wrong_groups",
+    "residue_null_dim",
 ];
 
 /// The join limb's and the memo's mutations.
