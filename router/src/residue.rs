@@ -371,10 +371,14 @@ impl<'a> Walker<'a> {
     /// extended to the parentheses it opens, then over what follows a call.
     fn range(&self, e: &impl Spanned) -> R<Range<usize>> {
         let s = e.span();
-        let (a, mut b) = (self.offset(s.start)?, self.offset(s.end)?);
+        let (a, b) = (self.offset(s.start)?, self.offset(s.end)?);
         if a >= b {
             return Err("an expression without a source position".into());
         }
+        self.extend(a, b)
+    }
+
+    fn extend(&self, a: usize, mut b: usize) -> R<Range<usize>> {
         let bytes = self.sql.as_bytes();
         let mut open = 0usize;
         let mut i = a;
@@ -445,16 +449,61 @@ impl<'a> Walker<'a> {
 
     /// The source range of an expression, checked: its text parses back to
     /// the same expression (sqlparser's spans are not always whole).
+    /// A span may also start late (after a NOT, a minus or `CAST(`): up to
+    /// four tokens before it are tried, nearest first.
     fn expr_range(&self, e: &Expr) -> R<Range<usize>> {
-        let r = self.range(e)?;
-        let back = Parser::new(&SQLiteDialect {})
-            .try_with_sql(&self.sql[r.clone()])
-            .and_then(|mut p| p.parse_expr())
-            .map_err(|_| "an expression whose source text is not whole".to_owned())?;
-        if back.to_string() != e.to_string() {
-            return Err("an expression whose source text is not whole".into());
+        let s = e.span();
+        let (mut a, b) = (self.offset(s.start)?, self.offset(s.end)?);
+        if a >= b {
+            return Err("an expression without a source position".into());
         }
-        Ok(r)
+        let want = e.to_string();
+        let bytes = self.sql.as_bytes();
+        let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+        // Ends: the span's, then up to three words after it (`IS NOT NULL`).
+        let mut ends = vec![b];
+        let mut j = b;
+        for _ in 0..3 {
+            while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+                j += 1;
+            }
+            if j >= bytes.len() || !word(bytes[j]) {
+                break;
+            }
+            while j < bytes.len() && word(bytes[j]) {
+                j += 1;
+            }
+            ends.push(j);
+        }
+        for _ in 0..5 {
+            for &b in &ends {
+                if let Ok(r) = self.extend(a, b) {
+                    let back = Parser::new(&SQLiteDialect {})
+                        .try_with_sql(&self.sql[r.clone()])
+                        .and_then(|mut p| p.parse_expr());
+                    if back.is_ok_and(|x| x.to_string() == want) {
+                        return Ok(r);
+                    }
+                }
+            }
+            // One token back.
+            let mut i = a;
+            while i > 0 && bytes[i - 1].is_ascii_whitespace() {
+                i -= 1;
+            }
+            if i == 0 {
+                break;
+            }
+            if word(bytes[i - 1]) {
+                while i > 0 && word(bytes[i - 1]) {
+                    i -= 1;
+                }
+            } else {
+                i -= 1;
+            }
+            a = i;
+        }
+        Err("an expression whose source text is not whole".into())
     }
 
     fn text(&self, e: &Expr) -> R<&'a str> {

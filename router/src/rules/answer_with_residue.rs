@@ -112,6 +112,11 @@ pub(crate) fn core_json(
         json.push('[');
         for ((&code, &d), aff) in g.key.iter().zip(&plan.dims).zip(&plan.dim_aff) {
             match plane.dict(d).value(code) {
+                // The mutation: NULL bound as the column's zero value, so a
+                // predicate or function of the dimension sees it wrongly.
+                DimValue::Null if crate::mutation::active("residue_null_dim") => {
+                    json.push_str(if *aff == Affinity::Text { "\"\"" } else { "0" })
+                }
                 DimValue::Null => json.push_str("null"),
                 DimValue::Int(v) => {
                     if *aff == Affinity::Text {
