@@ -280,6 +280,21 @@ const AGGREGATES: &[&str] = &[
     "pleromasumexact",
 ];
 
+/// Aggregates the cells do not merge (their value depends on the rows or
+/// their order, not on mergeable partials).
+const OTHER_AGGREGATES: &[&str] = &[
+    "group_concat",
+    "string_agg",
+    "json_group_array",
+    "json_group_object",
+    "jsonb_group_array",
+    "jsonb_group_object",
+    "median",
+    "percentile",
+    "percentile_cont",
+    "percentile_disc",
+];
+
 /// Window functions whose value does not depend on the order of peers.
 const PEER_FREE_WINDOWS: &[&str] = &[
     "rank",
@@ -1063,6 +1078,9 @@ impl<'a> Walker<'a> {
                     self.rest.push(format!("{name}() OVER"));
                     return Ok(());
                 }
+                if OTHER_AGGREGATES.contains(&name.as_str()) {
+                    return Err(format!("aggregate {name}() does not merge from the cells"));
+                }
                 if AGGREGATES.contains(&name.as_str()) && !is_scalar_minmax(f) {
                     if level == Level::Row {
                         return Err(format!("aggregate {name}() in a per-row position"));
@@ -1371,7 +1389,8 @@ fn has_aggregate(e: &Expr) -> bool {
     visit(e, &mut |x| {
         if let Expr::Function(f) = x {
             if let Ok(n) = fn_name(f) {
-                if f.over.is_none() && AGGREGATES.contains(&n.as_str()) && !is_scalar_minmax(f) {
+                let agg = AGGREGATES.contains(&n.as_str()) && !is_scalar_minmax(f);
+                if f.over.is_none() && (agg || OTHER_AGGREGATES.contains(&n.as_str())) {
                     found = true;
                 }
             }
