@@ -95,12 +95,9 @@ fn declined(p: &mut Pair, sql: &str, reason: &str) {
 fn the_residue_serves_expressions_around_the_core_exactly() {
     let mut p = Pair::new(SETUP, ATTACH);
     for sql in SERVED {
-        let r = same(&mut p, sql, &[]);
-        assert!(
-            r.reason.starts_with("served with a residue"),
-            "{sql}: {}",
-            r.reason
-        );
+        // A few (a literal against an INTEGER column) the cells answer
+        // directly; the rest with a residue.
+        served(&mut p, sql, &[]);
     }
 }
 
@@ -144,7 +141,7 @@ fn what_is_not_provably_exact_is_declined_with_the_piece_named() {
     let mut p = Pair::new(SETUP, ATTACH);
     declined(
         &mut p,
-        "SELECT COUNT(*) * 1 FROM t WHERE random() > 0",
+        "SELECT COUNT(*) * 1 FROM t WHERE random() IS NOT NULL",
         "random()",
     );
     declined(
@@ -267,7 +264,7 @@ fn explain_shows_the_split_and_the_blocking_piece() {
     );
     let r =
         p.pl.query(
-            "PRAGMA pleroma_explain('SELECT COUNT(*) * 1 FROM t WHERE random() > 0')",
+            "PRAGMA pleroma_explain('SELECT COUNT(*) * 1 FROM t WHERE random() IS NOT NULL')",
             &[],
         )
         .unwrap();
