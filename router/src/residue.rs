@@ -1359,7 +1359,22 @@ fn mentions_measure(w: &Walker, c: &Core, e: &Expr) -> bool {
 /// they stand; scalar functions must be deterministic.
 fn function_allowed(f: &sqlparser::ast::Function) -> R<()> {
     let name = fn_name(f)?;
-    if f.over.is_some() || AGGREGATES.contains(&name.as_str()) {
+    if let Some(w) = &f.over {
+        // The order of an outer query's rows is not fixed by anything the
+        // residue proves: only windows blind to the order of peers.
+        return match w {
+            WindowType::WindowSpec(s)
+                if s.window_frame.is_none() && PEER_FREE_WINDOWS.contains(&name.as_str()) =>
+            {
+                Ok(())
+            }
+            _ => Err(format!("window function {name}() in an outer query")),
+        };
+    }
+    if OTHER_AGGREGATES.contains(&name.as_str()) {
+        return Err(format!("aggregate {name}() in an outer query"));
+    }
+    if AGGREGATES.contains(&name.as_str()) {
         return Ok(());
     }
     if FUNCTIONS.contains(&name.as_str()) {
