@@ -713,9 +713,8 @@ impl<'a> Walker<'a> {
                             J::CrossJoin(c) => c,
                             _ => return Err("a join form outside SQLite".into()),
                         };
-                        match c {
-                            JoinConstraint::On(e) => self.wrapper_expr(e, false)?,
-                            _ => {}
+                        if let JoinConstraint::On(e) = c {
+                            self.wrapper_expr(e, false)?;
                         }
                     }
                 }
@@ -878,6 +877,11 @@ impl<'a> Walker<'a> {
             || order.iter().any(|e| has_aggregate(e));
         let grouped = has_agg || !gexprs.is_empty() || sel.having.is_some();
         if grouped {
+            if distinct && !order.is_empty() {
+                // Which group's key orders a merged DISTINCT row is SQLite's
+                // choice.
+                return Err("DISTINCT with ORDER BY over aggregated rows".into());
+            }
             for e in c.items.clone() {
                 self.group_expr(&c, e)?;
             }

@@ -274,3 +274,49 @@ fn explain_shows_the_split_and_the_blocking_piece() {
         text("function random() is not on the deterministic list")
     );
 }
+
+#[test]
+fn extreme_integers_and_odd_texts_keep_their_values_through_the_core() {
+    let mut p = Pair::new(
+        "CREATE TABLE e(k INTEGER, s TEXT, u, m INTEGER);
+         INSERT INTO e VALUES
+           (-9223372036854775808, 'quote''s \"dq\" \\ back', 1, -9223372036854775808),
+           (9223372036854775807, 'tab\tnew\nline', '1', 9223372036854775807),
+           (0, 'é ü 漢字', NULL, 0), (NULL, NULL, x'00', NULL);",
+        "PRAGMA pleroma_attach('e', 'k, s', 'm')",
+    );
+    for sql in [
+        "SELECT k, s, MIN(m) * 1, MAX(m) + 0, COUNT(*) * 1 FROM e GROUP BY k, s",
+        "SELECT typeof(k), length(s), COUNT(*) FROM e GROUP BY 1, 2",
+        "SELECT DISTINCT s FROM e WHERE s LIKE '%e%'",
+        "SELECT MIN(k), MAX(k), MIN(s), MAX(s) FROM e",
+        "SELECT k + 0 FROM e GROUP BY k",
+    ] {
+        served(&mut p, sql, &[]);
+    }
+}
+
+#[test]
+fn order_dependent_windows_and_aggregates_outside_the_core_are_declined() {
+    let mut p = Pair::new(SETUP, ATTACH);
+    declined(
+        &mut p,
+        "SELECT ROW_NUMBER() OVER (), r FROM (SELECT region AS r, COUNT(*) FROM t GROUP BY region)",
+        "row_number",
+    );
+    declined(
+        &mut p,
+        "SELECT group_concat(r) FROM (SELECT region AS r, COUNT(*) FROM t GROUP BY region)",
+        "group_concat",
+    );
+    declined(
+        &mut p,
+        "SELECT r FROM (SELECT region AS r, COUNT(*) FROM t GROUP BY region) LIMIT 1",
+        "",
+    );
+    served(
+        &mut p,
+        "SELECT r, SUM(n) OVER () FROM (SELECT region AS r, COUNT(*) AS n FROM t GROUP BY region)",
+        &[],
+    );
+}

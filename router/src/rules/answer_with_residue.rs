@@ -21,13 +21,17 @@ use crate::rows::Rows;
 use crate::rules::answer_from_cells::{recompute_extrema, Outcome, MAX_RECOMPUTE};
 use crate::Result;
 
+/// The core's rows as JSON and the route, or why not (with the route when
+/// the plane was reached).
+type Core = std::result::Result<(String, Route), (String, Option<Route>)>;
+
 /// The core's rows as JSON, or why not.
 pub(crate) fn core_json(
     db: &rusqlite::Connection,
     shared: &mut Planes,
     mode: RouteMode,
     plan: &ResiduePlan,
-) -> Result<std::result::Result<(String, Route), (String, Option<Route>)>> {
+) -> Result<Core> {
     let Some(i) = shared.find(&plan.table) else {
         return Ok(Err((format!("no plane on table {}", plan.table), None)));
     };
