@@ -1453,9 +1453,19 @@ impl Gen<'_> {
                 format!("SELECT COUNT(*), MIN({m}) FROM {from} WHERE {f} = 'in' OR {dn} LIKE 'a%' OR abs({en}) > 2"),
                 Order::Total,
             ),
-            5 => (
+            5 if self.rng.chance(0.5) => (
                 format!("SELECT {dn}, SUM({m}) AS s FROM {from} GROUP BY {dn} ORDER BY s DESC, {dn} LIMIT 2"),
                 Order::Total,
+            ),
+            // No group column among the sort keys: served when the cut does
+            // not fall between ties.
+            5 => (
+                format!(
+                    "SELECT {dn}, COUNT(*) FROM {from} GROUP BY {dn} ORDER BY COUNT(*) DESC LIMIT {} OFFSET {}",
+                    self.rng.range(0, 4),
+                    self.rng.range(0, 2)
+                ),
+                Order::Keys(vec![1]),
             ),
             6 => (
                 format!("SELECT {dn}, COUNT(*) AS n, RANK() OVER (ORDER BY COUNT(*) DESC) FROM {from} GROUP BY {dn}"),

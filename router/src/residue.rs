@@ -62,6 +62,7 @@ pub(crate) struct ResiduePlan {
     pub tail: String,
     pub columns: Vec<String>,
     pub param_count: usize,
+    pub cut: Option<Cut>,
     /// For `pleroma_explain`: what the cells answer, what SQLite evaluates.
     pub split: String,
 }
@@ -96,6 +97,9 @@ pub(crate) fn plan(
         extrema: BTreeSet::new(),
         ones: false,
         ctes: Vec::new(),
+        depth: 0,
+        cut_keys: None,
+        cut: None,
         aggs: Vec::new(),
         rest: Vec::new(),
     };
@@ -207,6 +211,7 @@ pub(crate) fn plan(
         tail,
         columns,
         param_count,
+        cut: w.cut,
         split,
     })
 }
@@ -337,6 +342,25 @@ struct Walker<'a> {
     aggs: Vec<String>,
     /// What SQLite evaluates (for explain).
     rest: Vec<String>,
+    /// Nesting of queries (1: the statement itself).
+    depth: usize,
+    /// The statement's ORDER BY as output columns, when its LIMIT cut is
+    /// checked at run time instead of proven by the ORDER BY.
+    cut_keys: Option<Vec<usize>>,
+    cut: Option<Cut>,
+}
+
+/// `ORDER BY <outputs> LIMIT n [OFFSET o]` whose order is not total over the
+/// groups: the rewritten statement runs without its LIMIT, and the answer is
+/// served only when no two rows on either side of a cut tie on the keys
+/// (then which rows the cut keeps does not depend on SQLite's order of
+/// ties).
+#[derive(Debug, Clone)]
+pub(crate) struct Cut {
+    /// Output columns of the ORDER BY terms.
+    pub keys: Vec<usize>,
+    pub limit: i64,
+    pub offset: i64,
 }
 
 /// Where an expression sits in a block that reads the core.
@@ -527,6 +551,13 @@ impl<'a> Walker<'a> {
     }
 
     fn query(&mut self, q: &Query, inside_core: bool) -> R<()> {
+        self.depth += 1;
+        let r = self.query_at(q, inside_core);
+        self.depth -= 1;
+        r
+    }
+
+    fn query_at(&mut self, q: &Query, inside_core: bool) -> R<()> {
         if q.fetch.is_some() || !q.locks.is_empty() || q.for_clause.is_some() {
             return Err("FETCH or locking clauses".into());
         }
@@ -591,10 +622,13 @@ impl<'a> Walker<'a> {
                 }
                 LimitClause::OffsetCommaLimit { offset, limit } => vec![offset, limit],
             };
-            for e in exprs {
+            for e in &exprs {
                 if !is_constant(e) {
                     return Err("LIMIT/OFFSET that is not a literal or parameter".into());
                 }
+            }
+            if let Some(keys) = self.cut_keys.take() {
+                self.cut = Some(self.limit_cut(q, l, keys)?);
             }
         }
         self.ctes.truncate(depth);
@@ -901,9 +935,22 @@ impl<'a> Walker<'a> {
                     .map(|e| self.resolve_term(&c, e, true).map(|t| t.to_string()))
                     .collect::<R<_>>()?;
                 if let Some(g) = c.groups.iter().find(|g| !keys.contains(g)) {
-                    return Err(format!(
-                        "LIMIT without an ORDER BY over every group term ({g} is not)"
-                    ));
+                    let why =
+                        format!("LIMIT without an ORDER BY over every group term ({g} is not)");
+                    // The statement's own ORDER BY over output columns: the
+                    // cut is checked for ties when it runs.
+                    if self.depth != 1 || distinct {
+                        return Err(why);
+                    }
+                    let mut idx = Vec::new();
+                    for e in order {
+                        let t = self.resolve_term(&c, e, true)?.to_string();
+                        match c.items.iter().position(|i| i.to_string() == t) {
+                            Some(k) => idx.push(k),
+                            None => return Err(why),
+                        }
+                    }
+                    self.cut_keys = Some(idx);
                 }
             }
         } else {
@@ -1283,6 +1330,83 @@ impl<'a> Walker<'a> {
             }
             _ => Err("an aggregate over an expression of a measure".into()),
         }
+    }
+}
+
+impl Walker<'_> {
+    /// The LIMIT clause of the statement, removed from its text, with its
+    /// literal bounds.
+    fn limit_cut(&mut self, q: &Query, l: &LimitClause, keys: Vec<usize>) -> R<Cut> {
+        let lit = |e: &Expr| -> R<i64> {
+            match e {
+                Expr::Value(v) => match &v.value {
+                    SqlValue::Number(n, false) => n
+                        .parse()
+                        .map_err(|_| "a LIMIT that is not an integer".to_owned()),
+                    _ => Err("a LIMIT cut with a parameter".into()),
+                },
+                Expr::UnaryOp {
+                    op: sqlparser::ast::UnaryOperator::Minus,
+                    expr,
+                } => match expr.as_ref() {
+                    Expr::Value(v) => match &v.value {
+                        SqlValue::Number(n, false) => n
+                            .parse::<i64>()
+                            .map(|x| -x)
+                            .map_err(|_| "a LIMIT that is not an integer".to_owned()),
+                        _ => Err("a LIMIT cut with a parameter".into()),
+                    },
+                    _ => Err("a LIMIT expression".into()),
+                },
+                _ => Err("a LIMIT expression".into()),
+            }
+        };
+        let (limit, offset, exprs): (&Expr, Option<&Expr>, Vec<&Expr>) = match l {
+            LimitClause::LimitOffset {
+                limit: Some(x),
+                offset,
+                ..
+            } => (
+                x,
+                offset.as_ref().map(|o| &o.value),
+                std::iter::once(x)
+                    .chain(offset.iter().map(|o| &o.value))
+                    .collect(),
+            ),
+            LimitClause::OffsetCommaLimit { offset, limit } => {
+                (limit, Some(offset), vec![offset, limit])
+            }
+            _ => return Err("OFFSET without LIMIT".into()),
+        };
+        let (limit, offset) = (lit(limit)?, offset.map(lit).transpose()?.unwrap_or(0));
+        // From the LIMIT keyword to the end of the last bound.
+        let mut start = usize::MAX;
+        let mut end = 0;
+        for e in exprs {
+            let r = self.expr_range(e)?;
+            start = start.min(r.start);
+            end = end.max(r.end);
+        }
+        let before = self.sql[..start].to_ascii_lowercase();
+        let kw = before.rfind("limit").ok_or("a LIMIT without its keyword")?;
+        if !self.sql[kw + 5..start].trim().is_empty() {
+            return Err("a LIMIT clause of another form".into());
+        }
+        if !self.sql[end..]
+            .trim_matches(|c: char| c.is_whitespace() || c == ';')
+            .is_empty()
+            || q.order_by.is_none()
+        {
+            return Err("a LIMIT that does not end the statement".into());
+        }
+        self.edits.push((kw..end, String::new()));
+        self.rest
+            .push("LIMIT (checked for a tie at the cut)".into());
+        Ok(Cut {
+            keys,
+            limit,
+            offset,
+        })
     }
 }
 

@@ -13,7 +13,7 @@ use std::fmt::Write;
 use pleroma_plane::{Agg, AggValue, DimValue, PlaneError, Pred, SliceQuery, Truth};
 use rusqlite::types::Value;
 
-use crate::affinity::Affinity;
+use crate::affinity::{sort_cmp, Affinity};
 use crate::planes::Planes;
 use crate::residue::ResiduePlan;
 use crate::route::{Route, RouteKind, RouteMode};
@@ -232,6 +232,37 @@ pub(crate) fn answer(
             r.push(row.get::<_, Value>(i)?);
         }
         out.rows.push(r);
+    }
+    if let Some(cut) = &plan.cut {
+        // Served only when the cut does not fall between rows that tie on the
+        // ORDER BY keys: then the rows it keeps do not depend on the order
+        // SQLite gives ties.
+        let tie = |a: &[Value], b: &[Value]| {
+            cut.keys
+                .iter()
+                .all(|&k| sort_cmp(&a[k], &b[k]) == std::cmp::Ordering::Equal)
+        };
+        let rows = &out.rows;
+        let o = cut.offset.max(0) as usize;
+        let end = if cut.limit < 0 {
+            rows.len()
+        } else {
+            o.saturating_add(cut.limit as usize).min(rows.len())
+        };
+        let at_start = o > 0 && o < rows.len() && tie(&rows[o - 1], &rows[o]);
+        let at_end = end > o && end < rows.len() && tie(&rows[end - 1], &rows[end]);
+        if at_start || at_end {
+            return Ok(Outcome::Declined(
+                "a tie at the LIMIT cut".into(),
+                Some(route),
+            ));
+        }
+        out.rows = out
+            .rows
+            .drain(..)
+            .skip(o)
+            .take(end.saturating_sub(o))
+            .collect();
     }
     Ok(Outcome::Served(out, route))
 }
