@@ -352,13 +352,17 @@ impl Connection {
                 self.counters.served += 1;
                 self.lock().count(table, true);
                 self.last_route = route;
-                self.memo.insert(
-                    key,
-                    Memo {
-                        writes,
-                        rows: rows.clone(),
-                    },
-                );
+                // A residue may read other tables and `'now'`, which the
+                // planes' write counter does not follow: not memoized.
+                if !matches!(&*class, Classified::Residue(_)) {
+                    self.memo.insert(
+                        key,
+                        Memo {
+                            writes,
+                            rows: rows.clone(),
+                        },
+                    );
+                }
                 Ok(Attempt::Served(rows))
             }
             Outcome::Declined(reason, route) => {

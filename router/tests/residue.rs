@@ -359,3 +359,15 @@ fn order_by_an_aggregate_with_limit_is_served_when_the_cut_falls_between_distinc
     );
     assert_eq!(k.kind, RouteKind::Engine);
 }
+
+#[test]
+fn a_residue_that_reads_another_table_follows_its_writes() {
+    let mut p = Pair::new(SETUP, ATTACH);
+    let sql = "SELECT l.label, x.s FROM (SELECT region, SUM(amount) AS s FROM t GROUP BY region) AS x JOIN names AS l ON l.code = x.region ORDER BY l.label";
+    served(&mut p, sql, &[]);
+    // Only `names` changes: no plane moves, and the answer must.
+    p.exec("UPDATE names SET label = 'Amerika' WHERE label = 'USA'");
+    served(&mut p, sql, &[]);
+    p.exec("INSERT INTO names VALUES ('apac', 'Asia')");
+    served(&mut p, sql, &[]);
+}
