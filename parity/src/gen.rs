@@ -1432,7 +1432,13 @@ impl Gen<'_> {
             5 => format!("({dn} IS NULL)"),
             _ => format!("length({dn})"),
         };
-        let (sql, order) = match self.rng.below(16) {
+        let (sql, order) = match self.rng.below(17) {
+            // The aggregated rows joined to `parent`, which writes change
+            // without moving the plane.
+            16 => (
+                format!("SELECT x.g, x.n, p.tag, p.w FROM (SELECT {dn} AS g, COUNT(*) AS n FROM {from} WHERE {p} GROUP BY {dn}) AS x JOIN parent AS p ON p.pid = x.g"),
+                Order::Unordered,
+            ),
             0 => (
                 format!("SELECT SUM({m}) * 1.0 / COUNT(*), MAX({m}) - MIN({m}) FROM {from} WHERE {p}"),
                 Order::Total,
