@@ -1486,7 +1486,7 @@ impl Gen<'_> {
                 Order::Unordered,
             ),
             9 => (
-                format!("WITH w AS (SELECT {dn} AS g, {en} AS h, COUNT(*) AS n FROM {from} GROUP BY {dn}, {en}) SELECT COUNT(*), SUM(n), MAX(n) FROM w"),
+                format!("WITH w AS (SELECT {dn} AS g, {en} AS h, COUNT(*) AS n FROM {from} GROUP BY {dn}, {en}) SELECT COUNT(*), MIN(n), MAX(n) FROM w"),
                 Order::Total,
             ),
             10 => (

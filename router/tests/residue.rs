@@ -314,9 +314,19 @@ fn order_dependent_windows_and_aggregates_outside_the_core_are_declined() {
         "SELECT r FROM (SELECT region AS r, COUNT(*) FROM t GROUP BY region) LIMIT 1",
         "",
     );
-    served(
+    declined(
         &mut p,
         "SELECT r, SUM(n) OVER () FROM (SELECT region AS r, COUNT(*) AS n FROM t GROUP BY region)",
+        "sum",
+    );
+    declined(
+        &mut p,
+        "SELECT TOTAL(a) FROM (SELECT AVG(amount) AS a FROM t GROUP BY region)",
+        "total",
+    );
+    served(
+        &mut p,
+        "SELECT r, MAX(n) OVER (), RANK() OVER (ORDER BY n) FROM (SELECT region AS r, COUNT(*) AS n FROM t GROUP BY region)",
         &[],
     );
 }
