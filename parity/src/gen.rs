@@ -136,6 +136,9 @@ pub enum Step {
     Second(String),
     /// A write from another process to Pleroma's file.
     Process(String),
+    /// A write by a plain SQLite connection (no Pleroma) to Pleroma's file:
+    /// on a persisted plane only `DELETE FROM t` gets through the guard.
+    Plain(String),
     /// Close the Pleroma connection and open the file again.
     Reopen,
     /// A query compared with SQLite (and its route checked).
@@ -335,8 +338,12 @@ impl Gen<'_> {
             3 => self.savepoints(),
             4 => {
                 self.settle();
-                let w = self.simple_write();
-                self.push(Step::Second(w));
+                if self.rng.chance(0.2) {
+                    self.push(Step::Plain("DELETE FROM t".into()));
+                } else {
+                    let w = self.simple_write();
+                    self.push(Step::Second(w));
+                }
                 self.checks(2);
             }
             5 => {

@@ -157,8 +157,13 @@ impl Pair {
                     Ok(())
                 }
             },
-            Step::Second(sql) => {
+            Step::Plain(sql) => {
                 let a = second_exec(&self.pl_path, sql);
+                let b = second_exec(&self.sq_path, sql);
+                self.agree(sql, a, b, st)
+            }
+            Step::Second(sql) => {
+                let a = pl_second_exec(&self.pl_path, sql);
                 // The plain side's write comes from a second connection too,
                 // so that neither side's own connection counters move.
                 let b = second_exec(&self.sq_path, sql);
@@ -167,13 +172,7 @@ impl Pair {
             Step::Process(sql) => {
                 let a = match &self.helper {
                     Some(h) => run_process(h, &self.pl_path, sql),
-                    None => {
-                        let db =
-                            rusqlite::Connection::open(&self.pl_path).map_err(|e| e.to_string())?;
-                        db.execute_batch("PRAGMA foreign_keys = ON")
-                            .map_err(|e| e.to_string())?;
-                        sq_exec(&db, sql)
-                    }
+                    None => pl_second_exec(&self.pl_path, sql),
                 };
                 let b = second_exec(&self.sq_path, sql);
                 let (a, b) = (a.map(|_| 0), b.map(|_| 0));
@@ -518,6 +517,16 @@ fn pl_exec(pl: &mut pleroma::Connection, sql: &str) -> Result<usize, String> {
     Ok(pl.sqlite().changes() as usize)
 }
 
+/// Run a statement on a second Pleroma connection to the file `path` (a
+/// writer of the same process: its commit reaches the first connection as
+/// a published state or through the persisted log).
+fn pl_second_exec(path: &Path, sql: &str) -> Result<usize, String> {
+    let mut db = pleroma::Connection::open(path).map_err(|e| e.to_string())?;
+    db.execute_batch("PRAGMA foreign_keys = ON")
+        .map_err(|e| e.to_string())?;
+    pl_exec(&mut db, sql)
+}
+
 /// Run a statement on a second plain connection to the file `path`.
 fn second_exec(path: &Path, sql: &str) -> Result<usize, String> {
     let db = rusqlite::Connection::open(path).map_err(|e| e.to_string())?;
@@ -573,17 +582,13 @@ fn run_process(helper: &Path, db: &Path, sql: &str) -> Result<usize, String> {
     }
 }
 
-/// The helper's side of [`Step::Process`]: run `sql` on `db`. The error, if
-/// any, goes to stderr exactly as SQLite words it.
+/// The helper's side of [`Step::Process`]: run `sql` on `db` through a
+/// Pleroma connection. The error, if any, goes to stderr exactly as SQLite
+/// words it.
 pub fn exec_sql_main(db: &str, sql: &str) -> i32 {
-    let r = rusqlite::Connection::open(db)
-        .map_err(|e| e.to_string())
-        .and_then(|c| {
-            c.execute_batch("PRAGMA foreign_keys = ON")
-                .map_err(|e| e.to_string())
-                .map(|_| c)
-        })
-        .and_then(|c| sq_exec(&c, sql));
+    // Another Pleroma process: its commit reaches the first by the
+    // persisted log (or, with persistence off, by a rebuild).
+    let r = pl_second_exec(Path::new(db), sql);
     match r {
         Ok(_) => 0,
         Err(e) => {

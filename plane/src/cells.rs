@@ -979,3 +979,72 @@ mod tests {
         assert!(cells.check(4, 1).is_err());
     }
 }
+
+impl Cells {
+    /// Keys whose cell may differ from `base`'s: every slot of a block that
+    /// is not shared with `base` (a write copies the block it touches, so
+    /// a shared block is unchanged). `None` when the two are not of one
+    /// layout (a re-pack since `base`). Cost: the block table, plus the
+    /// slots of the copied blocks.
+    pub fn changed_since(&self, base: &Cells) -> Option<Vec<JointKey>> {
+        let mut out = Vec::new();
+        match (self, base) {
+            (Cells::Dense(d), Cells::Dense(b)) => {
+                if d.m != b.m || d.slots != b.slots || d.pages.len() != b.pages.len() {
+                    return None;
+                }
+                if Arc::ptr_eq(&d.pages, &b.pages) {
+                    return Some(out);
+                }
+                for (p, (now, was)) in d.pages.iter().zip(b.pages.iter()).enumerate() {
+                    let same = match (now, was) {
+                        (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+                        (None, None) => true,
+                        _ => false,
+                    };
+                    if !same {
+                        let base_key = (p as JointKey) << PAGE_BITS;
+                        out.extend((0..d.slots as JointKey).map(|s| base_key | s));
+                    }
+                }
+            }
+            (Cells::Sparse(s), Cells::Sparse(b)) => {
+                if s.m != b.m {
+                    return None;
+                }
+                if Arc::ptr_eq(&s.shards, &b.shards) {
+                    return Some(out);
+                }
+                for (now, was) in s.shards.iter().zip(b.shards.iter()) {
+                    let same = match (now, was) {
+                        (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+                        (None, None) => true,
+                        _ => false,
+                    };
+                    if !same {
+                        for sh in [now, was].into_iter().flatten() {
+                            out.extend(sh.keys.iter().copied());
+                        }
+                    }
+                }
+                out.sort_unstable();
+                out.dedup();
+            }
+            _ => return None,
+        }
+        Some(out)
+    }
+
+    /// Set the cell at `key` to exactly `count` and `stats` (`count == 0`
+    /// empties it). Returns the count it had.
+    pub fn put(&mut self, key: JointKey, count: i64, stats: &[Stat]) -> i64 {
+        self.update(key, |c, cell| {
+            let was = *c;
+            *c = count;
+            for (j, s) in stats.iter().enumerate() {
+                cell.set_stat(j, if count == 0 { Stat::default() } else { *s });
+            }
+            was
+        })
+    }
+}

@@ -15,6 +15,7 @@ mod build;
 mod cells;
 mod dict;
 mod error;
+mod image;
 mod layout;
 mod mem;
 pub mod mutation;
@@ -24,6 +25,7 @@ mod value;
 
 pub use dict::Dictionary;
 pub use error::PlaneError;
+pub use image::Image;
 pub use plane::{Plane, PlaneConfig, Snapshot};
 pub use slice::{Agg, AggValue, Group, Pred, SliceQuery, SliceResult, Truth, UnknownCells};
 pub use value::{DimRef, DimValue, MeasureValue};

@@ -54,7 +54,7 @@ pub(crate) struct State {
 impl State {
     /// Put the plane out of service because of `e` (the first reason
     /// stays) and hand `e` back.
-    fn fail(&mut self, e: PlaneError) -> PlaneError {
+    pub(crate) fn fail(&mut self, e: PlaneError) -> PlaneError {
         if self.fault.is_none() {
             self.fault = Some(e.to_string().into());
         }
@@ -120,7 +120,7 @@ pub struct Plane {
     pub(crate) state: Arc<State>,
     /// The code each dimension encoded last: the common delta repeats it.
     /// Not part of the state; checked against the dictionary on use.
-    last: Vec<Code>,
+    pub(crate) last: Vec<Code>,
 }
 
 /// An immutable view of a plane at one moment: `Send + Sync`, cheap to take

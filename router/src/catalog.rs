@@ -773,6 +773,22 @@ pub(crate) enum Rebuild {
     StaleSnapshot,
     /// `PRAGMA pleroma_rebuild`.
     Requested,
+    /// Opened with no persisted state for the plane (attached by an older
+    /// version, or the state was removed).
+    Unpersisted,
+    /// The persisted state failed its checksum or does not read as one.
+    PersistCorrupt,
+    /// A row of the persisted log is missing.
+    PersistGap,
+    /// The schema changed since the last persisted commit, outside Pleroma.
+    SchemaOutside,
+    /// A plane's write guard (its partial index) is missing.
+    GuardMissing,
+    /// The table was emptied outside Pleroma (`DELETE` without `WHERE`).
+    EmptiedOutside,
+    /// Another commit landed between this transaction's last sync and its
+    /// first write.
+    StaleBase,
 }
 
 impl Rebuild {
@@ -783,6 +799,13 @@ impl Rebuild {
             Rebuild::Undo => "a failed statement could not be undone from its log",
             Rebuild::StaleSnapshot => "a rollback to a state older than an external commit",
             Rebuild::Requested => "PRAGMA pleroma_rebuild",
+            Rebuild::Unpersisted => "no persisted state to open from",
+            Rebuild::PersistCorrupt => "the persisted state failed its checksum",
+            Rebuild::PersistGap => "the persisted log has a gap",
+            Rebuild::SchemaOutside => "the schema changed outside Pleroma",
+            Rebuild::GuardMissing => "the plane's write guard is missing",
+            Rebuild::EmptiedOutside => "the table was emptied outside Pleroma",
+            Rebuild::StaleBase => "a commit landed before this transaction's first write",
         }
     }
 }
@@ -814,8 +837,17 @@ pub(crate) fn main_aliases(db: &rusqlite::Connection) -> rusqlite::Result<Vec<St
 
 /// The planes and limbs recorded in the catalog, built from their tables.
 pub(crate) fn load_entries(db: &rusqlite::Connection) -> rusqlite::Result<Vec<PlaneEntry>> {
+    Ok(load_defs(db)?
+        .into_iter()
+        .map(|d| build_entry(db, d))
+        .collect())
+}
+
+/// Every plane and limb side the catalog lists, in the order connections
+/// keep them: the planes by table, then both sides of each limb.
+pub(crate) fn load_defs(db: &rusqlite::Connection) -> rusqlite::Result<Vec<PlaneDef>> {
     let defs = load(db)?;
-    let mut entries: Vec<PlaneEntry> = defs.iter().map(|d| build_entry(db, d.clone())).collect();
+    let mut out = defs.clone();
     for l in load_limbs(db)? {
         let Some(fact) = defs.iter().find(|d| d.table == l.fact) else {
             continue;
@@ -823,9 +855,9 @@ pub(crate) fn load_entries(db: &rusqlite::Connection) -> rusqlite::Result<Vec<Pl
         // A limb whose tables or columns went away stays out of the way:
         // its joins run on SQLite.
         if let Ok((f, d)) = limb_defs(db, fact, &l.fact_key, &l.dim, &l.dim_key) {
-            entries.push(build_entry(db, f));
-            entries.push(build_entry(db, d));
+            out.push(f);
+            out.push(d);
         }
     }
-    Ok(entries)
+    Ok(out)
 }

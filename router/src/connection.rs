@@ -12,6 +12,7 @@ use crate::classify::{self, Classified};
 use crate::database::{self, Database, Found, Member, Published};
 use crate::ffi::WalSnapshot;
 use crate::hook;
+use crate::persist::{self, Followed, Persisted, Untrusted};
 use crate::planes::{self, Planes};
 use crate::pragma::{self, Pragma};
 use crate::route::{Counters, Route, RouteKind, RouteMode};
@@ -55,6 +56,10 @@ pub struct Connection {
     /// The planes this process shares for the file (private in memory).
     database: Arc<Database>,
     _member: Member,
+    /// Where the working copy stands in the persisted state.
+    persisted: Persisted,
+    /// What the guard function lets through on this connection.
+    guard: Arc<persist::Guard>,
 }
 
 /// Longest a read waits for another connection's publish of a commit it
@@ -86,10 +91,13 @@ impl Connection {
     /// Pleroma takes the pre-update, commit and rollback hooks).
     pub fn wrap(mut db: rusqlite::Connection) -> Result<Connection> {
         crate::sum_exact::register(&db)?;
+        let guard = Arc::new(persist::Guard::default());
+        persist::register_guard(&db, guard.clone())?;
         let user_counters = UserCounters::register(&db)?;
         let shared = Arc::new(Mutex::new(Planes::default()));
         let pre_hook = Some(hook::install(&mut db, &shared)?);
         let database = Database::for_connection(&db);
+        let persist_on = persist::setting_on(&db)?;
         let member = database.join();
         let mut conn = Connection {
             db,
@@ -104,9 +112,12 @@ impl Connection {
             memo: LruCache::new(MEMO_CAPACITY),
             user_counters,
             plans_epoch: 0,
+            persisted: Persisted::new(persist_on),
+            guard,
             database,
             _member: member,
         };
+        let _allow = conn.allow_guard();
         conn.data_version = conn.read_data_version()?;
         // Another connection of this process may have published exactly the
         // state this one sees: take it instead of building.
@@ -117,8 +128,7 @@ impl Connection {
                 return Ok(conn);
             }
         }
-        let entries = catalog::load_entries(&conn.db)?;
-        conn.lock().replace_entries(entries);
+        conn.open_planes()?;
         conn.publish()?;
         Ok(conn)
     }
@@ -211,12 +221,56 @@ impl Connection {
     }
 
     fn read_data_version(&self) -> Result<i64> {
-        let mut stmt = self.db.prepare_cached("PRAGMA data_version")?;
-        Ok(stmt.query_row([], |r| r.get(0))?)
+        Ok(data_version(&self.db)?)
     }
 
     /// The one path every statement takes.
     fn run(&mut self, sql: &str, params: &[Value], want_rows: bool) -> Result<(Rows, usize)> {
+        let allow = self.allow_guard();
+        let r = self.run_allowed(sql, params, want_rows);
+        drop(allow);
+        if r.is_err()
+            && self
+                .guard
+                .refused
+                .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            // Another connection may have turned persistence on: the next
+            // statement follows the setting.
+            self.refresh_persist()?;
+        }
+        r
+    }
+
+    /// While it lives, the guard function lets this connection's writes
+    /// through (when its planes are persisted).
+    fn allow_guard(&self) -> AllowGuard {
+        // With the file attached a second time, a write through that
+        // handle cannot share a transaction with the state row: refused.
+        let allow = self.persisted.on && self.lock().main_aliases.is_empty();
+        self.guard
+            .allow
+            .store(allow, std::sync::atomic::Ordering::Relaxed);
+        AllowGuard(self.guard.clone())
+    }
+
+    /// Read the persistence setting again (it may have changed in another
+    /// connection); a change makes the next write persist a checkpoint.
+    fn refresh_persist(&mut self) -> Result<()> {
+        let on = persist::setting_on(&self.db)?;
+        if on != self.persisted.on {
+            self.persisted.on = on;
+            self.persisted.forget();
+        }
+        Ok(())
+    }
+
+    fn run_allowed(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        want_rows: bool,
+    ) -> Result<(Rows, usize)> {
         let sharing = self.database.shared();
         if let Some(p) = pragma::parse(sql) {
             let p = p.map_err(Error::Pragma)?;
@@ -230,6 +284,9 @@ impl Connection {
             }
             let rows = self.pragma(p)?;
             self.publish()?;
+            // A new set of planes (or a rebuilt one) is persisted whole.
+            self.persisted.forget();
+            self.repair()?;
             return Ok((rows, 0));
         }
         // Shared planes: start from the committed state, which another
@@ -458,24 +515,203 @@ impl Connection {
                 Found::Passed | Found::Nothing => break,
             }
         }
+        // Another process's commit (or one this process no longer has
+        // published): follow the persisted log, or rebuild and say why.
+        let mut why = Rebuild::External;
+        if self.persisted.on && !crate::ffi::writing(&self.db) {
+            self.refresh_persist()?;
+        }
+        if self.persisted.on && !crate::ffi::writing(&self.db) {
+            match self.follow_persisted()? {
+                None => return Ok(true),
+                Some(r) => why = r,
+            }
+        }
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         if self.db.is_autocommit() {
             // From the catalog as it is now: another connection or process
             // may have attached or detached a plane.
-            planes::reload_all(&self.db, &mut shared)?;
+            planes::reload_all(&self.db, &mut shared, why)?;
         } else {
-            planes::rebuild_all(&self.db, &mut shared, Rebuild::External);
+            planes::rebuild_all(&self.db, &mut shared, why);
         }
         drop(shared);
+        self.persisted.forget();
         self.forget_plans();
         self.data_version = v;
         if self.db.is_autocommit() {
             // Others can take the rebuilt planes instead of rebuilding.
             self.publish()?;
+            self.repair()?;
         } else {
             self.txn.stale = true;
         }
         Ok(true)
+    }
+
+    /// Open the planes the catalog lists: from the persisted state when it
+    /// is provably current, else from the tables (counted as a rebuild,
+    /// with the reason), persisting them for the next process.
+    fn open_planes(&mut self) -> Result<()> {
+        if !self.persisted.on {
+            let entries = catalog::load_entries(&self.db)?;
+            self.lock().replace_entries(entries);
+            return Ok(());
+        }
+        self.db.prepare_cached("BEGIN")?.execute([])?;
+        let r = (|| -> Result<Option<(i64, Vec<catalog::PlaneEntry>)>, Untrusted> {
+            let v = data_version(&self.db)?;
+            let defs = catalog::load_defs(&self.db)?;
+            if defs.is_empty() {
+                return Ok(None);
+            }
+            persist::open(&self.db, &defs, &mut self.persisted).map(|e| Some((v, e)))
+        })();
+        self.db.prepare_cached("COMMIT")?.execute([])?;
+        let why = match r {
+            Ok(None) => return Ok(()),
+            Ok(Some((v, entries))) => {
+                self.data_version = v;
+                self.lock().replace_entries(entries);
+                return Ok(());
+            }
+            Err(Untrusted::Sql(e)) => return Err(e.into()),
+            Err(Untrusted::Stale(why)) => why,
+        };
+        // `data_version` was read before the build, at the start.
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        planes::reload_all(&self.db, &mut shared, why)?;
+        drop(shared);
+        self.persisted.forget();
+        self.repair()
+    }
+
+    /// Bring the planes to the persisted state of what this connection
+    /// sees (its transaction has not written). `None`: done; `Some(why)`:
+    /// the persisted state cannot be trusted, rebuild.
+    fn follow_persisted(&mut self) -> Result<Option<Rebuild>> {
+        let auto = self.db.is_autocommit();
+        if auto {
+            self.db.prepare_cached("BEGIN")?.execute([])?;
+        }
+        let r = (|| -> Result<(i64, Result<bool, Rebuild>), rusqlite::Error> {
+            let v = data_version(&self.db)?;
+            let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+            let f = match persist::follow(&self.db, &mut shared, &mut self.persisted) {
+                Ok(Followed::Applied { schema_moved }) => {
+                    if schema_moved {
+                        planes::reverify_all(&self.db, &mut shared);
+                    }
+                    Ok(schema_moved)
+                }
+                Ok(Followed::Reload) => {
+                    let defs = catalog::load_defs(&self.db)?;
+                    match persist::open(&self.db, &defs, &mut self.persisted) {
+                        Ok(mut entries) => {
+                            for e in &mut entries {
+                                if let Some(old) = shared.find_def(&e.def) {
+                                    e.stats = old.stats.clone();
+                                }
+                            }
+                            shared.replace_entries(entries);
+                            Ok(true)
+                        }
+                        Err(Untrusted::Sql(e)) => return Err(e),
+                        Err(Untrusted::Stale(r)) => Err(r),
+                    }
+                }
+                Err(Untrusted::Sql(e)) => return Err(e),
+                Err(Untrusted::Stale(r)) => Err(r),
+            };
+            Ok((v, f))
+        })();
+        if auto {
+            self.db.prepare_cached("COMMIT")?.execute([])?;
+        }
+        let (v, f) = r?;
+        let moved = match f {
+            Ok(moved) => moved,
+            Err(why) => return Ok(Some(why)),
+        };
+        self.data_version = v;
+        if moved {
+            self.forget_plans();
+        }
+        if auto {
+            self.publish()?;
+        } else {
+            // Nothing written in this transaction yet: its snapshots are
+            // of the state just followed.
+            let now = self.lock().snapshots();
+            if self.txn.base.is_some() {
+                self.txn.base = Some(now.clone());
+            }
+            for (_, s) in &mut self.txn.saves {
+                *s = now.clone();
+            }
+        }
+        Ok(None)
+    }
+
+    /// After the planes were built from the tables in autocommit, exactly
+    /// as of `self.data_version`: persist them as a checkpoint if the write
+    /// lock is free this moment (busy or read-only: the next write here
+    /// persists them), so that the next process opens from it.
+    fn repair(&mut self) -> Result<()> {
+        if !self.persisted.on || !self.db.is_autocommit() || self.lock().is_empty() {
+            return Ok(());
+        }
+        self.persist_now(true, false)
+    }
+
+    /// Persist the planes in a transaction of their own: a checkpoint
+    /// (`checkpoint`), or a delta if anything changed (after a `VACUUM`,
+    /// which runs outside a transaction and moves the schema version).
+    /// `wait`: take the write lock with the connection's busy timeout;
+    /// otherwise only if it is free now.
+    fn persist_now(&mut self, checkpoint: bool, wait: bool) -> Result<()> {
+        if !self.lock().main_aliases.is_empty() {
+            // `BEGIN IMMEDIATE` would lock the file twice; the guard
+            // refuses writes meanwhile, and a later write persists.
+            return Ok(());
+        }
+        let began = if wait {
+            self.db.execute_batch("BEGIN IMMEDIATE")
+        } else {
+            let old: i64 = self.db.query_row("PRAGMA busy_timeout", [], |r| r.get(0))?;
+            self.db.busy_timeout(std::time::Duration::ZERO)?;
+            let b = self.db.execute_batch("BEGIN IMMEDIATE");
+            self.db
+                .busy_timeout(std::time::Duration::from_millis(old.max(0) as u64))?;
+            b
+        };
+        if began.is_err() {
+            return Ok(());
+        }
+        let r = (|| -> rusqlite::Result<bool> {
+            if data_version(&self.db)? != self.data_version {
+                // Someone committed since the planes were current.
+                return Ok(false);
+            }
+            let views = persist::views(&self.lock());
+            let persisted = &mut self.persisted;
+            self.user_counters.hidden(&self.db, || {
+                persist::persist(&self.db, &views, persisted, checkpoint)
+            })?;
+            Ok(true)
+        })();
+        let done = match r {
+            Ok(true) => self.db.execute_batch("COMMIT").is_ok(),
+            _ => false,
+        };
+        if done {
+            self.persisted.committed();
+        } else {
+            let _ = self.db.execute_batch("ROLLBACK");
+            self.persisted.rolled_back();
+        }
+        self.lock().take_flags();
+        Ok(())
     }
 
     /// The `data_version` and the identity of the committed state this
@@ -541,6 +777,7 @@ impl Connection {
                 *s = now.clone();
             }
         }
+        self.persisted.adopted(p.mark, &shared);
         drop(shared);
         if !same {
             self.forget_plans();
@@ -570,7 +807,7 @@ impl Connection {
             return Ok(());
         }
         let entries = self.lock().published();
-        self.database.publish(id, entries);
+        self.database.publish(id, entries, self.persisted.mark());
         Ok(())
     }
 
@@ -584,6 +821,27 @@ impl Connection {
     ) -> Result<(Rows, usize)> {
         let kind = txn::kind_of(sql);
         let was_auto = self.db.is_autocommit();
+        if was_auto && self.wraps(sql, &kind) {
+            return self.run_wrapped(sql, params, want_rows, &kind);
+        }
+        // The end of an explicit transaction that wrote: its state row
+        // goes into it, before the COMMIT.
+        if !was_auto
+            && matches!(kind, StmtKind::Commit | StmtKind::Release(_))
+            && self.persisted.on
+            && crate::ffi::writing(&self.db)
+            && !self.lock().is_empty()
+        {
+            self.persist_in_txn()?;
+        }
+        // The mutation `persist_rolled_back`: the working copy of a
+        // transaction that rolls back is persisted after all.
+        let rolled_back_copy = (kind == StmtKind::Rollback
+            && !was_auto
+            && self.persisted.on
+            && crate::mutation::active("persist_rolled_back")
+            && crate::ffi::writing(&self.db))
+        .then(|| self.lock().snapshots());
         // A statement that may end in a commit: a reader that sees it
         // before it is published waits for the publish instead of
         // rebuilding. Marked whether or not the file is shared now (asked
@@ -685,6 +943,11 @@ impl Connection {
         }
         if now_auto {
             self.txn.clear();
+            if flags.committed {
+                self.persisted.committed();
+            } else {
+                self.persisted.rolled_back();
+            }
         }
         if schema_changed || schema_undone {
             planes::reverify_all(&self.db, &mut shared);
@@ -698,7 +961,183 @@ impl Connection {
         if now_auto && flags.committed {
             self.publish()?;
         }
+        // VACUUM runs outside any transaction and moves the schema
+        // version: record that, or the next open would distrust the state.
+        if was_auto && schema_changed && self.persisted.on && !self.lock().is_empty() {
+            self.persist_now(false, true)?;
+        }
+        if let Some(copy) = rolled_back_copy {
+            let now = self.lock().snapshots();
+            self.lock().restore(&copy);
+            self.persist_now(false, true)?;
+            self.lock().restore(&now);
+        }
         Ok(result?)
+    }
+
+    /// Whether an autocommit statement runs wrapped in a transaction that
+    /// also writes the planes' state row: a statement that may write, on a
+    /// database with persisted planes. Not VACUUM, ATTACH, DETACH or a
+    /// PRAGMA (SQLite refuses some of them in a transaction, and none
+    /// writes a planed table).
+    fn wraps(&self, sql: &str, kind: &StmtKind) -> bool {
+        if !self.persisted.on || !matches!(kind, StmtKind::Other | StmtKind::Schema) {
+            return false;
+        }
+        let first = sql
+            .trim_start()
+            .split(|c: char| !c.is_ascii_alphabetic())
+            .next()
+            .unwrap_or("");
+        if ["VACUUM", "ATTACH", "DETACH", "PRAGMA"]
+            .iter()
+            .any(|w| first.eq_ignore_ascii_case(w))
+        {
+            return false;
+        }
+        {
+            // With the file attached a second time, the guard refuses the
+            // write instead (see `allow_guard`).
+            let planes = self.lock();
+            if planes.is_empty() || !planes.main_aliases.is_empty() {
+                return false;
+            }
+        }
+        // A statement that does not prepare runs unwrapped and fails as it
+        // would anyway.
+        self.db
+            .prepare_cached(sql)
+            .is_ok_and(|stmt| !stmt.readonly())
+    }
+
+    /// An autocommit write on a database with persisted planes: `BEGIN
+    /// IMMEDIATE`, follow any commit made since the planes were current
+    /// (nobody can commit now), the statement, its state row, `COMMIT`. The
+    /// outcome is the autocommit statement's: a failure keeps what SQLite
+    /// keeps in autocommit (nothing after ABORT, the earlier rows after
+    /// FAIL) and commits that.
+    fn run_wrapped(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        want_rows: bool,
+        kind: &StmtKind,
+    ) -> Result<(Rows, usize)> {
+        let _commit = self.database.commit_in_flight();
+        self.db.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        self.lock().take_flags();
+        let v = match self.read_data_version() {
+            Ok(v) => v,
+            Err(e) => return self.abandon_wrap(Err(e)),
+        };
+        if v != self.data_version {
+            let why = match self.follow_persisted() {
+                Ok(None) => None,
+                Ok(Some(why)) => Some(why),
+                Err(e) => return self.abandon_wrap(Err(e)),
+            };
+            if let Some(why) = why {
+                if let Err(e) = self.refresh_persist() {
+                    return self.abandon_wrap(Err(e));
+                }
+                let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+                if let Err(e) = planes::reload_all(&self.db, &mut shared, why) {
+                    drop(shared);
+                    return self.abandon_wrap(Err(e.into()));
+                }
+                drop(shared);
+                self.persisted.forget();
+                self.forget_plans();
+            }
+            self.data_version = v;
+        }
+        self.lock().begin_statement(true);
+        let result = exec(&self.db, sql, params, want_rows);
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        let flags = shared.take_flags();
+        if self.db.is_autocommit() {
+            // SQLite ended the transaction itself (a ROLLBACK conflict, or
+            // RAISE(ROLLBACK)): as an autocommit statement, nothing stays.
+            if flags.rolled_back && !shared.undo_statement() {
+                planes::rebuild_all(&self.db, &mut shared, Rebuild::Undo);
+            }
+            drop(shared);
+            self.persisted.rolled_back();
+            return Ok(result?);
+        }
+        if result.is_err() && flags.events > 0 {
+            // A failed statement inside the transaction: SQLite rolled the
+            // statement back (ABORT, and every error that is not a FAIL
+            // conflict), so its log takes it back. Only a FAIL conflict
+            // keeps the earlier rows, and no hook says how many: where the
+            // statement or the schema can ask for FAIL, read them from the
+            // table, inside the transaction that commits them.
+            if fail_possible(&self.db, sql) {
+                planes::rebuild_all(&self.db, &mut shared, Rebuild::FailedStatement);
+            } else if !shared.undo_statement() {
+                planes::rebuild_all(&self.db, &mut shared, Rebuild::Undo);
+            }
+        }
+        let schema_changed = kind.is_schema_change() && result.is_ok();
+        if schema_changed {
+            planes::reverify_all(&self.db, &mut shared);
+        }
+        drop(shared);
+        if schema_changed {
+            self.forget_plans();
+        }
+        if let Err(e) = self.persist_in_txn() {
+            return self.abandon_wrap(Err(e));
+        }
+        if let Err(e) = self
+            .db
+            .prepare_cached("COMMIT")
+            .and_then(|mut s| s.execute([]))
+        {
+            return self.abandon_wrap(Err(e.into()));
+        }
+        self.lock().take_flags();
+        self.persisted.committed();
+        self.publish()?;
+        Ok(result?)
+    }
+
+    /// A wrapped statement that cannot commit: roll its transaction back
+    /// and take back what the statement applied to the planes.
+    fn abandon_wrap<T>(&mut self, err: Result<T>) -> Result<T> {
+        let _ = self.db.execute_batch("ROLLBACK");
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        shared.take_flags();
+        if !shared.undo_statement() {
+            planes::rebuild_all(&self.db, &mut shared, Rebuild::Undo);
+        }
+        drop(shared);
+        self.persisted.rolled_back();
+        err
+    }
+
+    /// Write the planes' state row inside the open write transaction. If
+    /// another commit landed before this transaction's first write, the
+    /// working copy lacks it: rebuild it from the table first (inside the
+    /// transaction, so with this transaction's own rows).
+    fn persist_in_txn(&mut self) -> Result<()> {
+        let v = self.read_data_version()?;
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        if v != self.data_version {
+            planes::rebuild_all(&self.db, &mut shared, Rebuild::StaleBase);
+            self.persisted.forget();
+            self.data_version = v;
+            self.txn.stale = true;
+        }
+        // Written without the planes lock: the hook takes it for the state
+        // row's own row event.
+        let views = persist::views(&shared);
+        drop(shared);
+        let persisted = &mut self.persisted;
+        self.user_counters.hidden(&self.db, || {
+            persist::persist(&self.db, &views, persisted, false)
+        })?;
+        Ok(())
     }
 
     fn pragma(&mut self, p: Pragma) -> Result<Rows> {
@@ -779,6 +1218,7 @@ impl Connection {
                 let name = self.known_table(&table, "pleroma_detach")?;
                 // The one-row catalog delete goes last (see `UserCounters`).
                 self.user_counters.hidden(&self.db, || {
+                    persist::drop_guard(&self.db, &name)?;
                     catalog::remove_limbs(&self.db, &name)?;
                     catalog::remove(&self.db, &name)
                 })?;
@@ -811,6 +1251,41 @@ impl Connection {
             }),
             Pragma::Route(Some(mode)) => {
                 self.mode = mode;
+                Ok(Rows::default())
+            }
+            Pragma::Persist(None) => Ok(Rows {
+                columns: vec!["pleroma_persist".into()],
+                rows: vec![vec![Value::Text(
+                    if self.persisted.on { "on" } else { "off" }.into(),
+                )]],
+            }),
+            Pragma::Persist(Some(on)) => {
+                self.require_no_txn("pleroma_persist")?;
+                if on && !persist::can_persist(&self.db) {
+                    return Err(Error::Pragma(
+                        "pleroma_persist: an in-memory or temporary database cannot persist planes"
+                            .into(),
+                    ));
+                }
+                self.db.execute_batch("BEGIN")?;
+                let r = self
+                    .user_counters
+                    .hidden(&self.db, || persist::set_setting(&self.db, on));
+                match r.and_then(|()| self.db.execute_batch("COMMIT")) {
+                    Ok(()) => {}
+                    Err(e) => {
+                        let _ = self.db.execute_batch("ROLLBACK");
+                        return Err(e.into());
+                    }
+                }
+                self.lock().take_flags();
+                self.persisted.on = on;
+                self.persisted.forget();
+                // Persisting again from now on: the repair after this
+                // PRAGMA writes the checkpoint and the guards.
+                self.guard
+                    .allow
+                    .store(on, std::sync::atomic::Ordering::Relaxed);
                 Ok(Rows::default())
             }
         }
@@ -907,6 +1382,17 @@ impl Drop for Connection {
     }
 }
 
+/// Lets the guard function pass while it lives (see `Connection::run`).
+struct AllowGuard(Arc<persist::Guard>);
+
+impl Drop for AllowGuard {
+    fn drop(&mut self) {
+        self.0
+            .allow
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Run one statement on SQLite and collect its rows.
 fn exec(
     db: &rusqlite::Connection,
@@ -938,6 +1424,28 @@ fn exec(
     }
     drop(rows);
     Ok((out, db.changes() as usize))
+}
+
+/// Whether a failing statement may have kept some of its rows: the word
+/// FAIL in its text (`OR FAIL`) or anywhere in the schema (`ON CONFLICT
+/// FAIL`, `RAISE(FAIL, …)` in a trigger). Conservative: a false yes only
+/// costs a rebuild.
+fn fail_possible(db: &rusqlite::Connection, sql: &str) -> bool {
+    let has = |s: &str| s.to_ascii_uppercase().contains("FAIL");
+    has(sql)
+        || db
+            .query_row(
+                "SELECT count(*) FROM (SELECT sql FROM main.sqlite_schema \
+                 UNION ALL SELECT sql FROM temp.sqlite_schema) WHERE upper(sql) LIKE '%FAIL%'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_or(true, |n| n > 0)
+}
+
+fn data_version(db: &rusqlite::Connection) -> rusqlite::Result<i64> {
+    db.prepare_cached("PRAGMA data_version")?
+        .query_row([], |r| r.get(0))
 }
 
 fn quote_ident(name: &str) -> String {

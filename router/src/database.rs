@@ -25,6 +25,7 @@ use pleroma_plane::{Plane, PlaneConfig};
 
 use crate::catalog::{EntrySnapshot, PlaneDef, PlaneEntry};
 use crate::ffi::WalSnapshot;
+use crate::persist::Mark;
 
 /// How many published states a reader can still find: a read transaction
 /// pinned a little before the newest commit adopts the state it pinned.
@@ -41,6 +42,8 @@ pub(crate) struct PublishedEntry {
 pub(crate) struct Published {
     pub id: WalSnapshot,
     pub entries: Vec<PublishedEntry>,
+    /// Where this state stands in the persisted log.
+    pub mark: Mark,
 }
 
 /// What a connection's `data_version` change resolves to.
@@ -149,11 +152,11 @@ impl Database {
     }
 
     /// Publish the planes of the committed state `id`.
-    pub fn publish(&self, id: WalSnapshot, entries: Vec<PublishedEntry>) {
+    pub fn publish(&self, id: WalSnapshot, entries: Vec<PublishedEntry>, mark: Mark) {
         let _g = self.publishing.lock().unwrap_or_else(|e| e.into_inner());
         let old = self.history.load();
         let mut next: Vec<Arc<Published>> = Vec::with_capacity(HISTORY);
-        next.push(Arc::new(Published { id, entries }));
+        next.push(Arc::new(Published { id, entries, mark }));
         next.extend(old.iter().take(HISTORY - 1).cloned());
         self.history.store(Arc::new(next));
     }
@@ -167,7 +170,7 @@ impl Database {
     /// wrong by construction, for the deliberate mutations only.
     pub fn publish_as_newest(&self, entries: Vec<PublishedEntry>) {
         if let Some(p) = self.newest() {
-            self.publish(p.id.clone(), entries);
+            self.publish(p.id.clone(), entries, p.mark);
         }
     }
 

@@ -1,6 +1,6 @@
 //! Every raw SQLite call Pleroma makes: `sqlite3_complete`, the pre-update
 //! hook, WAL snapshots (the identity of a committed state, for shared
-//! planes), and the connection counters. rusqlite wraps everything else.
+//! planes), the transaction state and the connection counters. rusqlite wraps everything else.
 //!
 //! The pre-update hook is registered here rather than through rusqlite's
 //! `preupdate_hook` feature, which turns on bindgen (and so needs libclang
@@ -200,6 +200,15 @@ unsafe extern "C" fn trampoline(
     // A panic must never unwind into C; the callback faults its planes
     // itself, so there is nothing more to do here.
     let _ = catch_unwind(AssertUnwindSafe(|| f(&event)));
+}
+
+/// Whether `main` has a write transaction open on this connection
+/// (`sqlite3_txn_state`): a transaction that has written, or `BEGIN
+/// IMMEDIATE`.
+pub(crate) fn writing(db: &rusqlite::Connection) -> bool {
+    // SAFETY: the handle is valid for the life of `db`; the schema name is a
+    // static NUL-terminated string; sqlite3_txn_state only reads.
+    unsafe { ffi::sqlite3_txn_state(db.handle(), c"main".as_ptr()) == ffi::SQLITE_TXN_WRITE }
 }
 
 /// Set what `last_insert_rowid()` returns (Pleroma's own catalog writes

@@ -27,6 +27,7 @@ mod error;
 mod ffi;
 mod hook;
 pub mod mutation;
+mod persist;
 mod planes;
 mod pragma;
 mod residue;

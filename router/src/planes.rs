@@ -323,10 +323,15 @@ pub(crate) fn rebuild_one(
     shared.bump_writes();
 }
 
-/// After another connection's or process's commit: the planes the catalog
-/// now lists, built from their tables, each keeping its counters and
-/// counted as a rebuild.
-pub(crate) fn reload_all(db: &rusqlite::Connection, shared: &mut Planes) -> rusqlite::Result<()> {
+/// After another connection's or process's commit (or at open, when the
+/// persisted state cannot be trusted): the planes the catalog now lists,
+/// built from their tables, each keeping its counters and counted as a
+/// rebuild for `why`.
+pub(crate) fn reload_all(
+    db: &rusqlite::Connection,
+    shared: &mut Planes,
+    why: Rebuild,
+) -> rusqlite::Result<()> {
     let start = std::time::Instant::now();
     let mut entries = catalog::load_entries(db)?;
     let ms = start.elapsed().as_secs_f64() * 1e3 / entries.len().max(1) as f64;
@@ -335,7 +340,7 @@ pub(crate) fn reload_all(db: &rusqlite::Connection, shared: &mut Planes) -> rusq
             .find_def(&e.def)
             .map(|o| o.stats.clone())
             .unwrap_or_default();
-        e.stats = old.rebuilt(Rebuild::External, ms);
+        e.stats = old.rebuilt(why, ms);
     }
     shared.replace_entries(entries);
     Ok(())

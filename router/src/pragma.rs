@@ -7,6 +7,7 @@
 //! PRAGMA pleroma_detach('table')      PRAGMA pleroma_rebuild('table')
 //! PRAGMA pleroma_planes               PRAGMA pleroma_explain('<select>')
 //! PRAGMA pleroma_route [= auto | engine | plane]
+//! PRAGMA pleroma_persist [= on | off]
 //! ```
 
 use crate::RouteMode;
@@ -35,6 +36,8 @@ pub(crate) enum Pragma {
         sql: String,
     },
     Route(Option<RouteMode>),
+    /// Persisted planes on or off for the database (`None`: ask).
+    Persist(Option<bool>),
 }
 
 impl Pragma {
@@ -47,6 +50,7 @@ impl Pragma {
                 | Pragma::Detach { .. }
                 | Pragma::Limb { .. }
                 | Pragma::Rebuild { .. }
+                | Pragma::Persist(Some(_))
         )
     }
 }
@@ -133,9 +137,29 @@ fn parse_named(name: &str, tail: &str) -> Result<Pragma, String> {
             let v = v.trim_matches(|c| c == '\'' || c == '"');
             mode(name, v).map(|m| Pragma::Route(Some(m)))
         }
+        "pleroma_persist" => {
+            if tail.is_empty() {
+                return Ok(Pragma::Persist(None));
+            }
+            let v = match tail.strip_prefix('=') {
+                Some(v) => v.trim().trim_matches(|c| c == '\'' || c == '"').to_owned(),
+                None => {
+                    let a = args(name, tail)?;
+                    if a.len() != 1 {
+                        return Err(format!("{name}: expected on or off"));
+                    }
+                    a[0].clone()
+                }
+            };
+            match v.to_ascii_lowercase().as_str() {
+                "on" => Ok(Pragma::Persist(Some(true))),
+                "off" => Ok(Pragma::Persist(Some(false))),
+                _ => Err(format!("{name}: expected on or off, got {v}")),
+            }
+        }
         _ => Err(format!(
             "unknown Pleroma PRAGMA {name} (known: pleroma_attach, pleroma_limb, pleroma_detach, pleroma_rebuild, \
-             pleroma_planes, pleroma_explain, pleroma_route)"
+             pleroma_planes, pleroma_explain, pleroma_route, pleroma_persist)"
         )),
     }
 }

@@ -119,6 +119,13 @@ fn writes_through_an_attached_alias_of_the_same_file_reach_the_plane() {
         &[],
     )
     .unwrap();
+    // A persisted plane's state row cannot go into the same transaction as
+    // a write through a second handle of the file: refused by the guard.
+    let e = c
+        .execute("INSERT INTO again.t VALUES ('zz', 9, 100)", &[])
+        .unwrap_err();
+    assert!(e.to_string().contains("pleroma_guard"), "{e}");
+    c.execute_batch("PRAGMA pleroma_persist = off").unwrap();
     c.execute("INSERT INTO again.t VALUES ('zz', 9, 100)", &[])
         .unwrap();
     let r = c.query("SELECT COUNT(*), SUM(amount) FROM t", &[]).unwrap();

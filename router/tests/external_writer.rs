@@ -1,5 +1,9 @@
 //! A write by another connection or another process shows on ours only as a
 //! new `data_version`; the plane resyncs before its next answer.
+//!
+//! These writers are plain SQLite (no Pleroma), which a persisted plane's
+//! guard refuses (`persisted_planes.rs`): here the database has
+//! `PRAGMA pleroma_persist = off`, and the plane rebuilds instead.
 
 mod common;
 use common::*;
@@ -12,7 +16,7 @@ fn another_connections_commit_is_seen_at_commit() {
     let mut c = Connection::open(&path).unwrap();
     c.execute_batch(
         "PRAGMA journal_mode = WAL; CREATE TABLE t(g TEXT, m INTEGER); INSERT INTO t VALUES ('a', 1), ('b', 2);
-         PRAGMA pleroma_attach('t', 'g', 'm');",
+         PRAGMA pleroma_persist = off; PRAGMA pleroma_attach('t', 'g', 'm');",
     )
     .unwrap();
     let other = rusqlite::Connection::open(&path).unwrap();
@@ -56,7 +60,7 @@ fn another_process_write_is_seen() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db.sqlite");
     let mut c = Connection::open(&path).unwrap();
-    c.execute_batch("CREATE TABLE t(g TEXT, m INTEGER); INSERT INTO t VALUES ('a', 1); PRAGMA pleroma_attach('t', 'g', 'm');")
+    c.execute_batch("CREATE TABLE t(g TEXT, m INTEGER); INSERT INTO t VALUES ('a', 1); PRAGMA pleroma_persist = off; PRAGMA pleroma_attach('t', 'g', 'm');")
         .unwrap();
     c.query("SELECT SUM(m) FROM t", &[]).unwrap();
     let st = std::process::Command::new("sqlite3")
@@ -81,7 +85,7 @@ fn a_local_write_right_after_an_external_one_stays_exact() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db.sqlite");
     let mut c = Connection::open(&path).unwrap();
-    c.execute_batch("CREATE TABLE t(g TEXT, m INTEGER); INSERT INTO t VALUES ('a', 1); PRAGMA pleroma_attach('t', 'g', 'm');")
+    c.execute_batch("CREATE TABLE t(g TEXT, m INTEGER); INSERT INTO t VALUES ('a', 1); PRAGMA pleroma_persist = off; PRAGMA pleroma_attach('t', 'g', 'm');")
         .unwrap();
     let other = rusqlite::Connection::open(&path).unwrap();
     other

@@ -1,0 +1,762 @@
+//! Persistent planes: the planes' state kept in the database file, written
+//! in the same SQLite transaction as the rows it describes, so that it
+//! commits, rolls back, crashes and replicates with them.
+//!
+//! One table, `pleroma_state(seq, kind, schema_version, body)`, holds a
+//! *checkpoint* (every plane's whole state) and after it one *delta* row per
+//! commit that changed a plane or the schema (the absolute state of each
+//! cell the commit touched; `pleroma_plane::Image`). A process opens from
+//! the newest checkpoint plus the deltas after it, and follows another
+//! process's commits by applying the deltas it has not seen. Every so often
+//! a commit writes a checkpoint instead, and the rows before it go.
+//!
+//! The state is trusted only when it is provably the state of the rows (the
+//! argument is in `docs/design.md`, "Persistent planes"): every row
+//! checksummed, the rows contiguous, the schema unchanged since the last
+//! row (`schema_version`), each planed table guarded against writers that
+//! do not run Pleroma by a partial index whose WHERE calls a function only
+//! Pleroma registers, and a table emptied outside Pleroma (the one write
+//! the guard lets through) seen by a one-row probe. Otherwise the planes
+//! are rebuilt from the tables, and `pleroma_planes` says why.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use pleroma_plane::{Image, Plane, PlaneConfig, Snapshot};
+use rusqlite::functions::FunctionFlags;
+use rusqlite::OptionalExtension;
+
+use crate::catalog::{self, quote, EntryStats, PlaneDef, PlaneEntry, Rebuild, Role};
+use crate::planes::Planes;
+
+/// The table of persisted state.
+pub(crate) const STATE: &str = "pleroma_state";
+/// The function the guard indexes call: only Pleroma connections have it.
+pub(crate) const GUARD_FN: &str = "pleroma_guard";
+const CHECKPOINT: &str = "checkpoint";
+const DELTA: &str = "delta";
+/// A commit writes a checkpoint instead of a delta once this many deltas
+/// follow the last one, or once they outweigh it.
+const COMPACT_DELTAS: usize = 256;
+const BODY_MAGIC: &[u8; 4] = b"PLST";
+
+/// The settings table (`persist = off` turns persistence off).
+const SETTINGS: &str = "pleroma_settings";
+
+/// What the guard function lets through on one connection.
+#[derive(Default)]
+pub(crate) struct Guard {
+    /// Pleroma is running a statement whose writes it persists. Outside
+    /// that (a write through `Connection::sqlite()`, or persistence turned
+    /// off here while another connection turned it on) a write to a
+    /// guarded table fails before it changes anything.
+    pub allow: AtomicBool,
+    /// The guard refused a write since this was last cleared.
+    pub refused: AtomicBool,
+}
+
+/// Register the guard function on a Pleroma connection. Deterministic (a
+/// partial index needs that) and innocuous (so `trusted_schema = OFF`
+/// still lets the schema call it); it returns 1 when allowed, so no row is
+/// ever in a guard index.
+pub(crate) fn register_guard(db: &rusqlite::Connection, g: Arc<Guard>) -> rusqlite::Result<()> {
+    db.create_scalar_function(
+        GUARD_FN,
+        -1,
+        FunctionFlags::SQLITE_UTF8
+            | FunctionFlags::SQLITE_DETERMINISTIC
+            | FunctionFlags::SQLITE_INNOCUOUS,
+        move |_| {
+            if g.allow.load(Ordering::Relaxed) {
+                return Ok(1i64);
+            }
+            g.refused.store(true, Ordering::Relaxed);
+            Err(rusqlite::Error::UserFunctionError(
+                "pleroma_guard: this table has a persisted plane, and this write would bypass it: \
+                 write through pleroma::Connection::execute (not Connection::sqlite()); if \
+                 another connection has just turned persistence on, run the statement again"
+                    .into(),
+            ))
+        },
+    )
+}
+
+/// Whether persistence is on for this database (the default; `PRAGMA
+/// pleroma_persist = off` turns it off), and possible (a file).
+pub(crate) fn setting_on(db: &rusqlite::Connection) -> rusqlite::Result<bool> {
+    if !can_persist(db) {
+        return Ok(false);
+    }
+    if object_sql(db, SETTINGS)?.is_none() {
+        return Ok(true);
+    }
+    let v: Option<String> = db
+        .prepare_cached(&format!(
+            "SELECT value FROM main.{SETTINGS} WHERE key = 'persist'"
+        ))?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    Ok(v.as_deref() != Some("off"))
+}
+
+/// `PRAGMA pleroma_persist = on | off`: record it; off also removes the
+/// persisted state and every guard (so plain SQLite programs can write the
+/// tables again, and planes are rebuilt on open). Inside the caller's
+/// transaction; ends with a one-row write.
+pub(crate) fn set_setting(db: &rusqlite::Connection, on: bool) -> rusqlite::Result<()> {
+    if !on {
+        let guards: Vec<String> = db
+            .prepare("SELECT name FROM main.sqlite_schema WHERE type = 'index' AND name LIKE 'pleroma\\_guard\\_%' ESCAPE '\\'")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        for g in guards {
+            db.execute_batch(&format!("DROP INDEX main.{}", quote(&g)))?;
+        }
+        db.execute_batch(&format!("DROP TABLE IF EXISTS main.{STATE}"))?;
+    }
+    db.execute_batch(&format!(
+        "CREATE TABLE IF NOT EXISTS main.{SETTINGS}(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+    ))?;
+    db.execute(
+        &format!("INSERT OR REPLACE INTO main.{SETTINGS}(key, value) VALUES ('persist', ?1)"),
+        [if on { "on" } else { "off" }],
+    )?;
+    Ok(())
+}
+
+/// What a connection knows of the persisted state.
+#[derive(Default)]
+pub(crate) struct Persisted {
+    /// The database keeps persisted planes (a file, not memory).
+    pub on: bool,
+    /// The state row that the committed part of the working copy is
+    /// exactly; `None` when it is not known to be any (rebuilt from the
+    /// tables since, or nothing persisted yet).
+    pub seq: Option<i64>,
+    /// `schema_version` recorded with that row.
+    pub schema_version: i64,
+    /// The planes at `seq`, by definition.
+    base: Vec<(PlaneDef, Snapshot)>,
+    /// Deltas since the last checkpoint, their bytes, the checkpoint's.
+    deltas: usize,
+    delta_bytes: usize,
+    checkpoint_bytes: usize,
+    /// A row written in the open transaction: `seq` once it commits.
+    pending: Option<Pending>,
+}
+
+struct Pending {
+    seq: i64,
+    schema_version: i64,
+    base: Vec<(PlaneDef, Snapshot)>,
+    checkpoint: bool,
+    bytes: usize,
+}
+
+/// Where a published state stands in the persisted log (shared planes).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Mark {
+    pub seq: Option<i64>,
+    pub schema_version: i64,
+}
+
+impl Persisted {
+    /// Nothing known yet; `on` for a database file.
+    pub fn new(on: bool) -> Persisted {
+        Persisted {
+            on,
+            ..Persisted::default()
+        }
+    }
+
+    pub fn mark(&self) -> Mark {
+        Mark {
+            seq: self.seq,
+            schema_version: self.schema_version,
+        }
+    }
+
+    /// The working copy was made exactly the persisted state `m` (adopted
+    /// from another connection of this process).
+    pub fn adopted(&mut self, m: Mark, planes: &Planes) {
+        self.seq = m.seq;
+        self.schema_version = m.schema_version;
+        self.base = bases(planes);
+        self.pending = None;
+    }
+
+    /// The working copy was rebuilt from the tables: it is no persisted
+    /// state, and the next write persists a checkpoint.
+    pub fn forget(&mut self) {
+        self.seq = None;
+        self.base.clear();
+        self.pending = None;
+    }
+
+    /// The open transaction committed: its row is the state now.
+    pub fn committed(&mut self) {
+        if let Some(p) = self.pending.take() {
+            self.seq = Some(p.seq);
+            self.schema_version = p.schema_version;
+            self.base = p.base;
+            if p.checkpoint {
+                self.deltas = 0;
+                self.delta_bytes = 0;
+                self.checkpoint_bytes = p.bytes;
+            } else {
+                self.deltas += 1;
+                self.delta_bytes += p.bytes;
+            }
+        }
+    }
+
+    /// The open transaction rolled back: so did its row.
+    pub fn rolled_back(&mut self) {
+        self.pending = None;
+    }
+}
+
+fn bases(planes: &Planes) -> Vec<(PlaneDef, Snapshot)> {
+    planes
+        .entries
+        .iter()
+        .map(|e| (e.def.clone(), e.plane.snapshot()))
+        .collect()
+}
+
+/// A plane as `persist` writes it: taken under the planes lock, written
+/// after it is released (the hook takes that lock for every row event,
+/// the state row's own too).
+pub(crate) struct View {
+    def: PlaneDef,
+    plane: Plane,
+    out_of_service: Option<String>,
+}
+
+/// The planes, for [`persist`].
+pub(crate) fn views(planes: &Planes) -> Vec<View> {
+    planes
+        .entries
+        .iter()
+        .map(|e| View {
+            def: e.def.clone(),
+            plane: e.plane.clone(),
+            out_of_service: e.out_of_service(),
+        })
+        .collect()
+}
+
+/// The key of a definition in a state row.
+fn entry_key(def: &PlaneDef) -> String {
+    let role = match &def.role {
+        Role::Plane => "plane".to_owned(),
+        Role::LimbFact(l) => format!(
+            "limb-fact {} {} {} {}",
+            l.fact, l.fact_key, l.dim, l.dim_key
+        ),
+        Role::LimbDim(l) => format!("limb-dim {} {} {} {}", l.fact, l.fact_key, l.dim, l.dim_key),
+    };
+    format!(
+        "{role}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}",
+        def.table,
+        def.dims.join(","),
+        def.measures.join(","),
+        def.cap
+    )
+}
+
+fn encode_body(items: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let mut w = Vec::with_capacity(
+        16 + items
+            .iter()
+            .map(|(k, v)| 8 + k.len() + v.len())
+            .sum::<usize>(),
+    );
+    w.extend_from_slice(BODY_MAGIC);
+    w.extend_from_slice(&(items.len() as u32).to_le_bytes());
+    for (k, v) in items {
+        w.extend_from_slice(&(k.len() as u32).to_le_bytes());
+        w.extend_from_slice(k.as_bytes());
+        w.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        w.extend_from_slice(v);
+    }
+    let crc = crc32fast::hash(&w);
+    w.extend_from_slice(&crc.to_le_bytes());
+    w
+}
+
+fn decode_body(b: &[u8]) -> Result<Vec<(String, Image)>, Rebuild> {
+    let corrupt = Rebuild::PersistCorrupt;
+    if b.len() < 12 {
+        return Err(corrupt);
+    }
+    let (body, crc) = b.split_at(b.len() - 4);
+    if crc32fast::hash(body) != u32::from_le_bytes(crc.try_into().map_err(|_| corrupt)?) {
+        return Err(corrupt);
+    }
+    if &body[..4] != BODY_MAGIC {
+        return Err(corrupt);
+    }
+    let mut i: usize = 4;
+    let mut take = |n: usize| -> Result<&[u8], Rebuild> {
+        let end = i
+            .checked_add(n)
+            .filter(|&e| e <= body.len())
+            .ok_or(corrupt)?;
+        let s = &body[i..end];
+        i = end;
+        Ok(s)
+    };
+    let u32_of = |s: &[u8]| u32::from_le_bytes(s.try_into().expect("4 bytes")) as usize;
+    let n = u32_of(take(4)?);
+    let mut out = Vec::with_capacity(n.min(1024));
+    for _ in 0..n {
+        let kl = u32_of(take(4)?);
+        let k = std::str::from_utf8(take(kl)?)
+            .map_err(|_| corrupt)?
+            .to_owned();
+        let vl = u32_of(take(4)?);
+        let img = Image::decode(take(vl)?).map_err(|_| corrupt)?;
+        out.push((k, img));
+    }
+    if i != body.len() {
+        return Err(corrupt);
+    }
+    Ok(out)
+}
+
+pub(crate) fn schema_version(db: &rusqlite::Connection) -> rusqlite::Result<i64> {
+    db.prepare_cached("PRAGMA main.schema_version")?
+        .query_row([], |r| r.get(0))
+}
+
+fn object_sql(db: &rusqlite::Connection, name: &str) -> rusqlite::Result<Option<Option<String>>> {
+    db.prepare_cached("SELECT sql FROM main.sqlite_schema WHERE name = ?1")?
+        .query_row([name], |r| r.get(0))
+        .optional()
+}
+
+/// The guard of one table: its index name and its statement.
+fn guard_of(table: &str, columns: &[&str]) -> (String, String) {
+    let name = format!("pleroma_guard_{table}");
+    let cols = columns
+        .iter()
+        .map(|c| quote(c))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "CREATE INDEX {} ON {}({}) WHERE {GUARD_FN}({cols}) = 0",
+        quote(&name),
+        quote(table),
+        quote(columns[0]),
+    );
+    (name, sql)
+}
+
+/// The guards the planes need: one per planed table (and the state table
+/// itself), over every column a plane of that table reads.
+fn guards_needed<'a>(defs: impl Iterator<Item = &'a PlaneDef>) -> Vec<(String, String)> {
+    let mut tables: Vec<(String, Vec<&str>)> = Vec::new();
+    for def in defs {
+        let cols = def.dims.iter().chain(&def.measures).map(String::as_str);
+        match tables
+            .iter_mut()
+            .find(|(t, _)| t.eq_ignore_ascii_case(&def.table))
+        {
+            Some((_, cs)) => {
+                for c in cols {
+                    if !cs.iter().any(|x| x.eq_ignore_ascii_case(c)) {
+                        cs.push(c);
+                    }
+                }
+            }
+            None => tables.push((def.table.clone(), cols.collect())),
+        }
+    }
+    let mut out: Vec<_> = tables
+        .iter()
+        .filter(|(_, cs)| !cs.is_empty())
+        .map(|(t, cs)| guard_of(t, cs))
+        .collect();
+    out.push(guard_of(STATE, &["seq", "kind", "schema_version", "body"]));
+    out
+}
+
+/// The state table and every guard, created or brought up to date. Inside
+/// the caller's write transaction.
+fn ensure_schema(db: &rusqlite::Connection, views: &[View]) -> rusqlite::Result<()> {
+    db.execute_batch(&format!(
+        "CREATE TABLE IF NOT EXISTS main.{STATE}(seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, \
+         schema_version INTEGER NOT NULL, body BLOB NOT NULL)"
+    ))?;
+    for (name, sql) in guards_needed(views.iter().map(|v| &v.def)) {
+        match object_sql(db, &name)? {
+            Some(Some(s)) if s == sql => continue,
+            Some(_) => db.execute_batch(&format!("DROP INDEX main.{}", quote(&name)))?,
+            None => {}
+        }
+        // The guard goes into the schema the table is in: main (a TEMP
+        // table of the same name puts the plane out of service anyway).
+        db.execute_batch(&sql.replacen("CREATE INDEX ", "CREATE INDEX main.", 1))?;
+    }
+    Ok(())
+}
+
+/// Whether every guard is in place as Pleroma wrote it.
+fn guards_ok(db: &rusqlite::Connection, planes: &Planes) -> rusqlite::Result<bool> {
+    for (name, sql) in guards_needed(planes.entries.iter().map(|e| &e.def)) {
+        let stored = object_sql(db, &name)?.flatten();
+        let want = sql.replacen("CREATE INDEX ", "CREATE INDEX main.", 1);
+        if stored.as_deref() != Some(sql.as_str()) && stored.as_deref() != Some(want.as_str()) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Drop the guard of a table that no longer has a plane.
+pub(crate) fn drop_guard(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<()> {
+    let name = format!("pleroma_guard_{table}");
+    if object_sql(db, &name)?.is_some() {
+        db.execute_batch(&format!("DROP INDEX main.{}", quote(&name)))?;
+    }
+    Ok(())
+}
+
+/// Whether the table has a row (one index step; the probe for a `DELETE`
+/// without `WHERE` outside Pleroma, the one write the guard lets through).
+fn has_rows(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<bool> {
+    db.prepare_cached(&format!("SELECT 1 FROM main.{} LIMIT 1", quote(table)))?
+        .exists([])
+}
+
+/// Every plane's row count agrees with whether its table has rows.
+fn probes_ok(db: &rusqlite::Connection, planes: &Planes) -> rusqlite::Result<bool> {
+    for e in &planes.entries {
+        if e.broken.is_some() || e.plane.fault().is_some() {
+            continue;
+        }
+        if has_rows(db, &e.def.table)? != (e.plane.rows() > 0) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+struct StateRow {
+    seq: i64,
+    kind: String,
+    schema_version: i64,
+    body: Vec<u8>,
+}
+
+fn has_state(db: &rusqlite::Connection) -> rusqlite::Result<bool> {
+    Ok(object_sql(db, STATE)?.is_some())
+}
+
+/// The rows after `seq`, or from the newest checkpoint on.
+fn read_rows(db: &rusqlite::Connection, after: Option<i64>) -> rusqlite::Result<Vec<StateRow>> {
+    if !has_state(db)? {
+        return Ok(Vec::new());
+    }
+    let map = |r: &rusqlite::Row<'_>| {
+        Ok(StateRow {
+            seq: r.get(0)?,
+            kind: r.get(1)?,
+            schema_version: r.get(2)?,
+            body: r.get(3)?,
+        })
+    };
+    let rows = match after {
+        Some(s) => db
+            .prepare_cached(&format!(
+                "SELECT seq, kind, schema_version, body FROM main.{STATE} WHERE seq > ?1 ORDER BY seq"
+            ))?
+            .query_map([s], map)?
+            .collect::<rusqlite::Result<Vec<_>>>()?,
+        None => db
+            .prepare_cached(&format!(
+                "SELECT seq, kind, schema_version, body FROM main.{STATE} WHERE seq >= \
+                 (SELECT max(seq) FROM main.{STATE} WHERE kind = '{CHECKPOINT}') ORDER BY seq"
+            ))?
+            .query_map([], map)?
+            .collect::<rusqlite::Result<Vec<_>>>()?,
+    };
+    Ok(rows)
+}
+
+/// Why the persisted state cannot be trusted (the planes are rebuilt), or a
+/// SQLite error reading it.
+pub(crate) enum Untrusted {
+    Stale(Rebuild),
+    Sql(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for Untrusted {
+    fn from(e: rusqlite::Error) -> Self {
+        Untrusted::Sql(e)
+    }
+}
+impl From<Rebuild> for Untrusted {
+    fn from(r: Rebuild) -> Self {
+        Untrusted::Stale(r)
+    }
+}
+
+/// Apply a delta or checkpoint body to the planes, by definition.
+fn apply_body(planes: &mut [PlaneEntry], body: &[u8], full: bool) -> Result<(), Untrusted> {
+    let items = decode_body(body)?;
+    if full && items.len() != planes.len() {
+        return Err(Rebuild::Unpersisted.into());
+    }
+    for (key, img) in items {
+        let Some(e) = planes.iter_mut().find(|e| entry_key(&e.def) == key) else {
+            if full {
+                return Err(Rebuild::Unpersisted.into());
+            }
+            // A delta of a plane this connection does not have: the
+            // catalog changed, which the caller checks first.
+            return Err(Rebuild::PersistCorrupt.into());
+        };
+        if img.fault().is_some() {
+            // Out of service when persisted: never trusted.
+            return Err(Rebuild::Unpersisted.into());
+        }
+        e.plane
+            .apply_image(&img)
+            .map_err(|_| Rebuild::PersistCorrupt)?;
+    }
+    Ok(())
+}
+
+/// Open the planes `defs` from the persisted state, inside the caller's
+/// read transaction. `Err`: why they must be built from the tables.
+pub(crate) fn open(
+    db: &rusqlite::Connection,
+    defs: &[PlaneDef],
+    p: &mut Persisted,
+) -> Result<Vec<PlaneEntry>, Untrusted> {
+    let rows = read_rows(db, None)?;
+    let Some(first) = rows.first().filter(|r| r.kind == CHECKPOINT) else {
+        return Err(Rebuild::Unpersisted.into());
+    };
+    let mut entries: Vec<PlaneEntry> = defs
+        .iter()
+        .map(|d| {
+            let mut config = PlaneConfig::new(d.dims.clone(), d.measures.clone());
+            config.cap = d.cap;
+            PlaneEntry {
+                def: d.clone(),
+                cols: Default::default(),
+                plane: Plane::new(config),
+                broken: None,
+                stats: EntryStats::default(),
+            }
+        })
+        .collect();
+    apply_body(&mut entries, &first.body, true)?;
+    let mut last = first;
+    let stale = crate::mutation::active("trust_stale_checkpoint");
+    for r in &rows[1..] {
+        if stale {
+            break;
+        }
+        if r.seq != last.seq + 1 {
+            return Err(Rebuild::PersistGap.into());
+        }
+        apply_body(&mut entries, &r.body, r.kind == CHECKPOINT)?;
+        last = r;
+    }
+    let mut planes = Planes::default();
+    planes.entries = entries;
+    verify(db, &planes, last.schema_version)?;
+    for e in &mut planes.entries {
+        if let Err(reason) = catalog::resolve_columns(db, e) {
+            e.broken = Some(reason);
+        }
+    }
+    p.seq = Some(last.seq);
+    p.schema_version = last.schema_version;
+    p.base = bases(&planes);
+    p.pending = None;
+    p.deltas = rows.len() - 1;
+    p.checkpoint_bytes = first.body.len();
+    p.delta_bytes = rows[1..].iter().map(|r| r.body.len()).sum();
+    Ok(planes.entries)
+}
+
+/// The checks that make a state current for the rows: no schema change
+/// outside Pleroma since the last row, every guard in place, no table
+/// emptied outside Pleroma.
+fn verify(db: &rusqlite::Connection, planes: &Planes, recorded: i64) -> Result<(), Untrusted> {
+    if crate::mutation::active("plain_write_ignored") {
+        return Ok(());
+    }
+    if schema_version(db)? != recorded {
+        return Err(Rebuild::SchemaOutside.into());
+    }
+    if !guards_ok(db, planes)? {
+        return Err(Rebuild::GuardMissing.into());
+    }
+    if !probes_ok(db, planes)? {
+        return Err(Rebuild::EmptiedOutside.into());
+    }
+    Ok(())
+}
+
+/// What following the log did.
+pub(crate) enum Followed {
+    /// The planes are the persisted state now. `schema_moved`: a Pleroma
+    /// commit changed the schema (column maps must be read again).
+    Applied { schema_moved: bool },
+    /// The catalog lists other planes: open them again.
+    Reload,
+}
+
+/// Bring the planes to the persisted state after another connection's or
+/// process's commits, inside the caller's transaction (which has not
+/// written): apply the rows after `p.seq`.
+pub(crate) fn follow(
+    db: &rusqlite::Connection,
+    planes: &mut Planes,
+    p: &mut Persisted,
+) -> Result<Followed, Untrusted> {
+    let Some(seq) = p.seq else {
+        return Err(Rebuild::Unpersisted.into());
+    };
+    let defs = catalog::load_defs(db)?;
+    if defs.len() != planes.entries.len()
+        || defs.iter().zip(&planes.entries).any(|(d, e)| *d != e.def)
+    {
+        return Ok(Followed::Reload);
+    }
+    let rows = read_rows(db, Some(seq))?;
+    if rows.iter().any(|r| r.kind == CHECKPOINT) {
+        return Ok(Followed::Reload);
+    }
+    let mut work = Planes::default();
+    work.entries = planes
+        .entries
+        .iter()
+        .map(|e| PlaneEntry {
+            def: e.def.clone(),
+            cols: e.cols.clone(),
+            plane: e.plane.clone(),
+            broken: e.broken.clone(),
+            stats: EntryStats::default(),
+        })
+        .collect();
+    let mut last = (seq, p.schema_version);
+    let skip = crate::mutation::active("skip_log_entry");
+    for (i, r) in rows.iter().enumerate() {
+        if r.seq != last.0 + 1 {
+            return Err(Rebuild::PersistGap.into());
+        }
+        if !(skip && i == 0) {
+            apply_body(&mut work.entries, &r.body, false)?;
+        }
+        last = (r.seq, r.schema_version);
+    }
+    verify(db, &work, last.1)?;
+    let schema_moved = last.1 != p.schema_version;
+    let changed = !rows.is_empty();
+    for (e, w) in planes.entries.iter_mut().zip(work.entries) {
+        e.plane = w.plane;
+    }
+    if changed {
+        planes.bump_writes();
+    }
+    p.deltas += rows.len();
+    p.delta_bytes += rows.iter().map(|r| r.body.len()).sum::<usize>();
+    p.seq = Some(last.0);
+    p.schema_version = last.1;
+    p.base = bases(planes);
+    Ok(Followed::Applied { schema_moved })
+}
+
+/// Inside a write transaction, just before it commits: write the state row
+/// that makes the persisted state the planes' (a delta of the cells
+/// changed since `p.seq`, or a checkpoint), unless nothing changed. Taken
+/// as the state when the commit succeeds ([`Persisted::committed`]).
+pub(crate) fn persist(
+    db: &rusqlite::Connection,
+    views: &[View],
+    p: &mut Persisted,
+    force_checkpoint: bool,
+) -> rusqlite::Result<()> {
+    p.pending = None;
+    let fresh = !has_state(db)?;
+    if fresh || force_checkpoint || p.seq.is_none() {
+        ensure_schema(db, views)?;
+    }
+    let sv = schema_version(db)?;
+    let same_planes =
+        p.base.len() == views.len() && p.base.iter().zip(views).all(|((d, _), v)| *d == v.def);
+    let big = p.deltas >= COMPACT_DELTAS || p.delta_bytes > p.checkpoint_bytes.max(1 << 16);
+    let checkpoint = force_checkpoint || fresh || p.seq.is_none() || !same_planes || big;
+    let image = |v: &View, base: Option<&Snapshot>| {
+        let img = match base {
+            Some(b) => v.plane.image_since(b),
+            None => v.plane.image(),
+        };
+        match &v.out_of_service {
+            Some(reason) => img.faulted(reason.clone()),
+            None => img,
+        }
+    };
+    let mut items = Vec::new();
+    if checkpoint {
+        for v in views {
+            items.push((entry_key(&v.def), image(v, None).encode()));
+        }
+    } else {
+        for (v, (_, b)) in views.iter().zip(&p.base) {
+            let img = image(v, Some(b));
+            if !img.is_full() && img.is_empty_delta(&v.plane) && v.out_of_service.is_none() {
+                continue;
+            }
+            items.push((entry_key(&v.def), img.encode()));
+        }
+        if items.is_empty() && sv == p.schema_version {
+            return Ok(());
+        }
+    }
+    let seq = p.seq.map_or(1, |s| s + 1);
+    // A state table made by someone else may already be further on (an
+    // untrusted state being replaced): start after it.
+    let seq = if checkpoint {
+        let max: Option<i64> = db
+            .prepare_cached(&format!("SELECT max(seq) FROM main.{STATE}"))?
+            .query_row([], |r| r.get(0))?;
+        seq.max(max.map_or(1, |m| m + 1))
+    } else {
+        seq
+    };
+    let body = encode_body(&items);
+    if checkpoint {
+        db.prepare_cached(&format!("DELETE FROM main.{STATE} WHERE seq <> ?1"))?
+            .execute([seq])?;
+    }
+    let kind = if checkpoint { CHECKPOINT } else { DELTA };
+    db.prepare_cached(&format!(
+        "INSERT OR REPLACE INTO main.{STATE}(seq, kind, schema_version, body) VALUES (?1, ?2, ?3, ?4)"
+    ))?
+    .execute(rusqlite::params![seq, kind, sv, body])?;
+    p.pending = Some(Pending {
+        seq,
+        schema_version: sv,
+        base: views
+            .iter()
+            .map(|v| (v.def.clone(), v.plane.snapshot()))
+            .collect(),
+        checkpoint,
+        bytes: body.len(),
+    });
+    Ok(())
+}
+
+/// Whether the file can hold persisted planes: a database file, not memory
+/// or a temporary database.
+pub(crate) fn can_persist(db: &rusqlite::Connection) -> bool {
+    db.path().is_some_and(|p| !p.is_empty())
+}

@@ -1,0 +1,388 @@
+//! Planes persisted in the database file: a new process opens them without
+//! a rebuild, follows another process's commits by their deltas, never
+//! trusts a state it cannot prove current (a plain SQLite writer, altered
+//! bytes), and loses nothing to SIGKILL.
+//!
+//! "Another process" is this test binary again: a test re-runs itself with
+//! `PLEROMA_CHILD` set, and the child test does the writing.
+
+mod common;
+use common::*;
+use pleroma::{Connection, RouteKind, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const SETUP: &str = "PRAGMA journal_mode = WAL;
+    CREATE TABLE ev(id INTEGER PRIMARY KEY, device TEXT, country TEXT, cents INTEGER, note TEXT);
+    PRAGMA pleroma_attach('ev', 'device, country', 'cents');";
+
+const QUERIES: &[&str] = &[
+    "SELECT SUM(cents) FROM ev WHERE device = 'web'",
+    "SELECT device, country, COUNT(*), SUM(cents), MIN(cents), MAX(cents) FROM ev GROUP BY device, country ORDER BY device, country",
+    "SELECT COUNT(*) FROM ev",
+];
+
+fn planes_col(c: &mut Connection, name: &str) -> Value {
+    let p = c.query("PRAGMA pleroma_planes", &[]).unwrap();
+    let i = p.columns.iter().position(|c| c == name).unwrap();
+    p.rows[0][i].clone()
+}
+
+/// Every query on `c` equals plain SQLite's on the same file, served by
+/// the plane.
+fn check_all(c: &mut Connection, path: &Path) {
+    let plain = rusqlite::Connection::open(path).unwrap();
+    for q in QUERIES {
+        let a = c.query(q, &[]).unwrap().rows;
+        assert_eq!(
+            c.last_route().kind,
+            RouteKind::Plane,
+            "{q}: {:?}",
+            c.last_route()
+        );
+        assert_eq!(a, sqlite_rows(&plain, q, &[]).unwrap(), "{q}");
+    }
+}
+
+fn fill(c: &mut Connection, from: i64, n: i64) {
+    c.execute_batch("BEGIN").unwrap();
+    for i in from..from + n {
+        let device = ["web", "ios", "android"][(i % 3) as usize];
+        let country = ["fr", "de", "us", "jp"][(i % 4) as usize];
+        c.execute(
+            "INSERT INTO ev(device, country, cents, note) VALUES (?1, ?2, ?3, 'x')",
+            &[text(device), text(country), int(i * 7 - 300)],
+        )
+        .unwrap();
+    }
+    c.execute_batch("COMMIT").unwrap();
+}
+
+fn new_db() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.db");
+    let mut c = Connection::open(&path).unwrap();
+    c.execute_batch(SETUP).unwrap();
+    fill(&mut c, 0, 500);
+    (dir, path)
+}
+
+/// Run the child test `name` of this binary on `path`.
+fn child(name: &str, path: &Path, arg: &str) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env("PLEROMA_CHILD", path)
+        .env("PLEROMA_CHILD_ARG", arg)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn child_env() -> Option<(PathBuf, String)> {
+    let p = std::env::var_os("PLEROMA_CHILD")?;
+    Some((
+        p.into(),
+        std::env::var("PLEROMA_CHILD_ARG").unwrap_or_default(),
+    ))
+}
+
+#[test]
+fn a_new_process_opens_from_the_persisted_state() {
+    let (_d, path) = new_db();
+    let mut c = Connection::open(&path).unwrap();
+    check_all(&mut c, &path);
+    assert_eq!(planes_col(&mut c, "rebuilds"), int(0));
+}
+
+/// The writer of the child tests: `arg` is "rows N" (N single-row
+/// autocommit INSERTs), or "crash SEED" (writes until killed).
+#[test]
+fn child_writer() {
+    let Some((path, arg)) = child_env() else {
+        return;
+    };
+    let mut c = Connection::open(&path).unwrap();
+    let mut words = arg.split(' ');
+    match (
+        words.next(),
+        words.next().map(|n| n.parse::<u64>().unwrap()),
+    ) {
+        (Some("rows"), Some(n)) => {
+            for i in 0..n as i64 {
+                c.execute(
+                    "INSERT INTO ev(device, country, cents, note) VALUES ('web', 'nz', ?1, 'c')",
+                    &[int(i)],
+                )
+                .unwrap();
+            }
+        }
+        (Some("crash"), Some(seed)) => crash_writer(&mut c, seed),
+        _ => panic!("bad child argument {arg}"),
+    }
+}
+
+#[test]
+fn another_process_commit_is_followed_by_its_delta() {
+    let (_d, path) = new_db();
+    let mut c = Connection::open(&path).unwrap();
+    check_all(&mut c, &path);
+    assert!(child("child_writer", &path, "rows 3")
+        .wait()
+        .unwrap()
+        .success());
+    check_all(&mut c, &path);
+    // And a transaction of the parent's own, then the child again.
+    fill(&mut c, 1000, 20);
+    assert!(child("child_writer", &path, "rows 2")
+        .wait()
+        .unwrap()
+        .success());
+    check_all(&mut c, &path);
+    assert_eq!(
+        planes_col(&mut c, "rebuilds"),
+        int(0),
+        "{:?}",
+        planes_col(&mut c, "last_rebuild")
+    );
+    let mut fresh = Connection::open(&path).unwrap();
+    check_all(&mut fresh, &path);
+    assert_eq!(planes_col(&mut fresh, "rebuilds"), int(0));
+}
+
+#[test]
+fn a_plain_sqlite_writer_cannot_change_a_planed_table() {
+    let (_d, path) = new_db();
+    let plain = rusqlite::Connection::open(&path).unwrap();
+    for w in [
+        "INSERT INTO ev(device, country, cents) VALUES ('web', 'fr', 1)",
+        "DELETE FROM ev WHERE id = 3",
+        "UPDATE ev SET cents = cents + 1 WHERE id = 4",
+        "UPDATE ev SET device = 'tv'",
+        "REPLACE INTO ev(id, device, country, cents) VALUES (1, 'web', 'fr', 1)",
+        "UPDATE pleroma_state SET body = x'00'",
+    ] {
+        let e = plain.execute_batch(w).unwrap_err().to_string();
+        assert!(e.contains("pleroma_guard"), "{w}: {e}");
+    }
+    // What does not touch a plane's columns still works.
+    plain
+        .execute_batch("UPDATE ev SET note = 'n' WHERE id < 10")
+        .unwrap();
+    plain
+        .execute_batch("CREATE TABLE other(x); INSERT INTO other VALUES (1)")
+        .unwrap();
+    // A schema change outside Pleroma: the state is not trusted, rebuilt.
+    let mut c = Connection::open(&path).unwrap();
+    check_all(&mut c, &path);
+    assert_eq!(planes_col(&mut c, "rebuilds"), int(1));
+    assert_eq!(
+        planes_col(&mut c, "last_rebuild"),
+        text("the schema changed outside Pleroma")
+    );
+    // ... and persisted again: the next process opens without one.
+    let mut d = Connection::open(&path).unwrap();
+    check_all(&mut d, &path);
+    assert_eq!(planes_col(&mut d, "rebuilds"), int(0));
+}
+
+#[test]
+fn a_table_emptied_outside_pleroma_is_seen() {
+    let (_d, path) = new_db();
+    let mut c = Connection::open(&path).unwrap();
+    check_all(&mut c, &path);
+    // SQLite's truncate shortcut calls no function: the guard's one hole.
+    let plain = rusqlite::Connection::open(&path).unwrap();
+    plain.execute_batch("DELETE FROM ev").unwrap();
+    // Seen by the open connection, and by a new one.
+    check_all(&mut c, &path);
+    assert_eq!(
+        c.query("SELECT COUNT(*) FROM ev", &[]).unwrap().rows,
+        vec![vec![int(0)]]
+    );
+    assert_eq!(
+        planes_col(&mut c, "last_rebuild"),
+        text("the table was emptied outside Pleroma")
+    );
+    let mut d = Connection::open(&path).unwrap();
+    check_all(&mut d, &path);
+}
+
+#[test]
+fn altered_persisted_bytes_are_never_trusted() {
+    let (_d, path) = new_db();
+    {
+        // A program that registers a function of the guard's name can
+        // write the state table: flip one byte of the checkpoint.
+        let plain = rusqlite::Connection::open(&path).unwrap();
+        plain
+            .create_scalar_function(
+                "pleroma_guard",
+                -1,
+                rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC,
+                |_| Ok(1),
+            )
+            .unwrap();
+        let body: Vec<u8> = plain
+            .query_row(
+                "SELECT body FROM pleroma_state ORDER BY seq LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        for (i, cut) in [(body.len() / 2, false), (0, true)] {
+            let mut b = body.clone();
+            if cut {
+                b.truncate(b.len() - 9);
+            } else {
+                b[i] ^= 1;
+            }
+            plain
+                .execute("UPDATE pleroma_state SET body = ?1 WHERE seq = (SELECT min(seq) FROM pleroma_state)", [b])
+                .unwrap();
+            let mut c = Connection::open(&path).unwrap();
+            check_all(&mut c, &path);
+            assert_eq!(planes_col(&mut c, "rebuilds"), int(1));
+            assert_eq!(
+                planes_col(&mut c, "last_rebuild"),
+                text("the persisted state failed its checksum")
+            );
+            drop(c);
+        }
+    }
+}
+
+#[test]
+fn rolled_back_and_failed_writes_persist_nothing() {
+    let (_d, path) = new_db();
+    let mut c = Connection::open(&path).unwrap();
+    c.execute_batch(
+        "BEGIN; INSERT INTO ev(device, country, cents) VALUES ('web', 'fr', 1000000); ROLLBACK",
+    )
+    .unwrap();
+    c.execute_batch("CREATE UNIQUE INDEX ev_cents ON ev(cents)")
+        .unwrap_or(());
+    // A multi-row INSERT that fails halfway (ABORT): nothing stays.
+    let e = c.execute_batch("INSERT INTO ev(device, country, cents) VALUES ('ios', 'fr', 123456), ('ios', 'fr', 123456)");
+    assert!(e.is_err());
+    // OR FAIL keeps the rows before the failing one, as in autocommit.
+    let e = c.execute_batch("INSERT OR FAIL INTO ev(device, country, cents) VALUES ('tv', 'fr', 777777), ('tv', 'fr', 777777)");
+    assert!(e.is_err());
+    check_all(&mut c, &path);
+    let mut d = Connection::open(&path).unwrap();
+    check_all(&mut d, &path);
+    assert_eq!(
+        planes_col(&mut d, "rebuilds"),
+        int(0),
+        "{:?}",
+        planes_col(&mut d, "last_rebuild")
+    );
+}
+
+/// SIGKILL to this process, now (no destructor, no rollback, no close).
+fn kill_me() -> ! {
+    let _ = Command::new("kill")
+        .args(["-KILL", &std::process::id().to_string()])
+        .status();
+    loop {
+        std::thread::park();
+    }
+}
+
+/// Seeded writes of every kind; at a seeded step the process kills itself
+/// with SIGKILL: between statements, or inside an open transaction.
+fn crash_writer(c: &mut Connection, seed: u64) {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let kill_at = next() % 120;
+    for step in 0.. {
+        let r = next();
+        let dying = step == kill_at;
+        let dev = ["web", "ios", "tv"][(r % 3) as usize];
+        let cents = (r >> 8) as i64 % 10_000 - 2_000;
+        match r % 5 {
+            0 => {
+                if dying {
+                    kill_me();
+                }
+                c.execute(
+                    "INSERT INTO ev(device, country, cents) VALUES (?1, 'k', ?2)",
+                    &[text(dev), int(cents)],
+                )
+                .unwrap();
+            }
+            1 => {
+                c.execute_batch(&format!(
+                    "BEGIN; INSERT INTO ev(device, country, cents) VALUES ('{dev}', 'b', {cents});"
+                ))
+                .unwrap();
+                if dying {
+                    kill_me();
+                }
+                c.execute_batch(&format!(
+                    "UPDATE ev SET cents = cents + 1 WHERE id % 17 = {}; COMMIT",
+                    r % 17
+                ))
+                .unwrap();
+            }
+            2 => {
+                if dying {
+                    kill_me();
+                }
+                c.execute_batch(&format!(
+                    "DELETE FROM ev WHERE id IN (SELECT id FROM ev ORDER BY id LIMIT 1 OFFSET {})",
+                    r % 50
+                ))
+                .unwrap();
+            }
+            3 => {
+                c.execute_batch(&format!(
+                    "BEGIN; INSERT INTO ev(device, country, cents) SELECT device, country, cents + {cents} FROM ev WHERE id % 29 = {};",
+                    r % 29
+                ))
+                .unwrap();
+                if dying {
+                    kill_me();
+                }
+                c.execute_batch("COMMIT").unwrap();
+            }
+            _ => {
+                c.execute_batch(&format!(
+                    "BEGIN; INSERT INTO ev(device, country, cents) VALUES ('{dev}', 'open', {cents})"
+                ))
+                .unwrap();
+                if dying {
+                    kill_me();
+                }
+                c.execute_batch("ROLLBACK").unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn sigkill_at_seeded_points_loses_nothing() {
+    let trials: u64 = std::env::var("PLEROMA_CRASH_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    let (_d, path) = new_db();
+    for t in 0..trials {
+        let status = child("child_writer", &path, &format!("crash {}", t + 1))
+            .wait()
+            .unwrap();
+        assert!(!status.success(), "trial {t}: the child was not killed");
+        let mut c = Connection::open(&path).unwrap();
+        check_all(&mut c, &path);
+        assert_eq!(
+            planes_col(&mut c, "rebuilds"),
+            int(0),
+            "trial {t}: {:?}",
+            planes_col(&mut c, "last_rebuild")
+        );
+    }
+}
