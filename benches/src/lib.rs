@@ -31,6 +31,7 @@ pub mod ledger;
 pub mod open;
 pub mod pool;
 pub mod readers;
+pub mod residue;
 pub mod speedtest;
 pub mod svg;
 pub mod tenants;
@@ -56,6 +57,8 @@ enum Cmd {
     Tenants(RunArgs),
     /// §5: 17 query classes on one table (run at 100,000, 300,000, 1,000,000).
     Classes(RunArgs),
+    /// Residue classes: 34 dashboard-shaped queries the cells determine, served share and the residue's own cost (default 1,000,000 rows).
+    Residue(RunArgs),
     /// §6: the write cost of an attached plane (default 100,000 rows).
     Writes(RunArgs),
     /// §7: ingest in 1,000-row batches while 4 reader threads query at 1,000/s each (default 2,000,000 events).
@@ -200,6 +203,7 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
         Cmd::Dashboard(a) => ("dashboard", a),
         Cmd::Tenants(a) => ("tenants", a),
         Cmd::Classes(a) => ("classes", a),
+        Cmd::Residue(a) => ("residue", a),
         Cmd::Writes(a) => ("writes", a),
         Cmd::Speedtest(a) => ("speedtest", a),
         Cmd::Ingest(a) => ("ingest", a),
@@ -237,6 +241,7 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
         "dashboard" => dashboard::run(a.rows.unwrap_or(100_000), &opts)?,
         "tenants" => tenants::run(a.rows.unwrap_or(500_000), &opts)?,
         "classes" => classes::run(a.rows.unwrap_or(100_000), &opts)?,
+        "residue" => residue::run(a.rows.unwrap_or(1_000_000), &opts)?,
         "writes" => writes::run(a.rows.unwrap_or(100_000), &opts)?,
         "ingest" => ingest::run(a.rows.unwrap_or(2_000_000), &opts)?,
         "readers" => readers::run(a.rows.unwrap_or(2_000_000), &opts)?,

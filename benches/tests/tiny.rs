@@ -23,6 +23,7 @@ fn every_workload_runs_and_every_arm_agrees() {
         )))
         .unwrap_or_else(|e| panic!("{w}: {e:#}"));
     }
+    run_cli(args("residue --rows 500")).unwrap();
     run_cli(args("writes --rows 500")).unwrap();
     run_cli(args("speedtest --rows 300")).unwrap();
     run_cli(args(&format!(

@@ -22,18 +22,22 @@ pub enum Class {
     D,
     /// Joins of `t` to `parent` (from the limb, or the memo).
     J,
+    /// Served with a residue: the cells answer the aggregate core, SQLite
+    /// evaluates the rest over the grouped rows.
+    X,
     Out,
     Any,
 }
 
 impl Class {
-    pub const ALL: [Class; 8] = [
+    pub const ALL: [Class; 9] = [
         Class::T,
         Class::W,
         Class::G,
         Class::H,
         Class::D,
         Class::J,
+        Class::X,
         Class::Out,
         Class::Any,
     ];
@@ -1096,7 +1100,11 @@ impl Gen<'_> {
 
     fn check(&mut self) -> Step {
         let cat = if self.s.cat.is_some() { 3 } else { 0 };
-        match self.rng.weighted(&[6, 22, 24, 12, 12, 14, 6, 5, 5, 5, cat]) {
+        match self
+            .rng
+            .weighted(&[6, 22, 24, 12, 12, 14, 6, 5, 5, 5, cat, 18])
+        {
+            11 => self.residue(),
             10 => self.cat_join(),
             0 => self.served(Class::T),
             1 => self.served(Class::W),
@@ -1114,7 +1122,7 @@ impl Gen<'_> {
                 let p = self.pred(&mut q, 0);
                 Step::NoRec(p)
             }
-            _ => unreachable!("weighted over 11"),
+            _ => unreachable!("weighted over 12"),
         }
     }
 
@@ -1405,6 +1413,122 @@ impl Gen<'_> {
 
     /// A query just outside the served classes: it must be declined, and
     /// still answer as SQLite does.
+    /// A residue shape (class X): expressions over aggregates, wrappers,
+    /// windows, functions of dimensions in WHERE and GROUP BY, FILTER and
+    /// CASE inside aggregates, DISTINCT, ORDER BY an aggregate with LIMIT.
+    fn residue(&mut self) -> Step {
+        let mut q = self.q(false);
+        q.use_params = false;
+        let nd = self.s.dims.len();
+        let d = self.rng.below(nd);
+        let e = self.rng.below(nd);
+        let dn = self.col(&q, &self.s.dims[d].name.clone());
+        let en = self.col(&q, &self.s.dims[e].name.clone());
+        let m = self.measure();
+        let m = self.col(&q, &m);
+        let from = q.from.clone();
+        let p = self.pred(&mut q, 1);
+        let p2 = self.pred(&mut q, 2);
+        // A function of a dimension, evaluated by SQLite per group.
+        let f = match self.rng.below(7) {
+            0 => format!("substr({dn}, 1, 1)"),
+            1 => format!("upper({dn})"),
+            2 => format!("IFNULL({dn}, '-')"),
+            3 => format!("typeof({dn})"),
+            4 => format!("CASE WHEN {p} THEN 'in' ELSE 'out' END"),
+            5 => format!("({dn} IS NULL)"),
+            _ => format!("length({dn})"),
+        };
+        let (sql, order) = match self.rng.below(17) {
+            // The aggregated rows joined to `parent`, which writes change
+            // without moving the plane.
+            16 => (
+                format!("SELECT x.g, x.n, p.tag, p.w FROM (SELECT {dn} AS g, COUNT(*) AS n FROM {from} WHERE {p} GROUP BY {dn}) AS x JOIN parent AS p ON p.pid = x.g"),
+                Order::Unordered,
+            ),
+            0 => (
+                format!("SELECT SUM({m}) * 1.0 / COUNT(*), MAX({m}) - MIN({m}) FROM {from} WHERE {p}"),
+                Order::Total,
+            ),
+            1 => (
+                format!("SELECT {dn}, ROUND(AVG({m}), 1), printf('%d', COUNT(*)) FROM {from} GROUP BY {dn}"),
+                Order::Unordered,
+            ),
+            2 => (
+                format!("SELECT {dn}, CASE WHEN COUNT({m}) > 1 THEN 'many' ELSE 'few' END, CAST(TOTAL({m}) AS TEXT) FROM {from} GROUP BY 1"),
+                Order::Unordered,
+            ),
+            3 => (
+                format!("SELECT {f} AS k, COUNT(*), SUM({m}) FROM {from} GROUP BY k"),
+                Order::Unordered,
+            ),
+            4 => (
+                format!("SELECT COUNT(*), MIN({m}) FROM {from} WHERE {f} = 'in' OR {dn} LIKE 'a%' OR abs({en}) > 2"),
+                Order::Total,
+            ),
+            5 if self.rng.chance(0.5) => (
+                format!("SELECT {dn}, SUM({m}) AS s FROM {from} GROUP BY {dn} ORDER BY s DESC, {dn} LIMIT 2"),
+                Order::Total,
+            ),
+            // No group column among the sort keys: served when the cut does
+            // not fall between ties.
+            5 => (
+                format!(
+                    "SELECT {dn}, COUNT(*) FROM {from} GROUP BY {dn} ORDER BY COUNT(*) DESC LIMIT {} OFFSET {}",
+                    self.rng.range(0, 4),
+                    self.rng.range(0, 2)
+                ),
+                Order::Keys(vec![1]),
+            ),
+            6 => (
+                format!("SELECT {dn}, COUNT(*) AS n, RANK() OVER (ORDER BY COUNT(*) DESC) FROM {from} GROUP BY {dn}"),
+                Order::Unordered,
+            ),
+            7 => (
+                format!("SELECT {dn}, SUM(COUNT(*)) OVER (ORDER BY {dn}) FROM {from} GROUP BY {dn} ORDER BY {dn}"),
+                Order::Total,
+            ),
+            8 => (
+                format!("SELECT * FROM (SELECT {dn} AS g, COUNT(*) AS n, SUM({m}) AS s FROM {from} WHERE {p} GROUP BY {dn}) WHERE n > 1"),
+                Order::Unordered,
+            ),
+            9 => (
+                format!("WITH w AS (SELECT {dn} AS g, {en} AS h, COUNT(*) AS n FROM {from} GROUP BY {dn}, {en}) SELECT COUNT(*), MIN(n), MAX(n) FROM w"),
+                Order::Total,
+            ),
+            10 => (
+                format!("SELECT (SELECT COUNT(*) FROM {from} WHERE {p}) * 100.0 / (SELECT COUNT(*) FROM {from})"),
+                Order::Total,
+            ),
+            11 => (
+                format!("SELECT COUNT(*) FILTER (WHERE {p}), SUM({m}) FILTER (WHERE {p2}), SUM(CASE WHEN {p2} THEN {m} ELSE 0 END), SUM(CASE WHEN {p} THEN 1 ELSE 0 END) FROM {from}"),
+                Order::Total,
+            ),
+            12 => (
+                format!("SELECT DISTINCT {dn}, {f} FROM {from} WHERE {p}"),
+                Order::Unordered,
+            ),
+            13 => (
+                format!("SELECT MIN({dn}), MAX({en}), COUNT(DISTINCT {f}) FROM {from} WHERE {p}"),
+                Order::Total,
+            ),
+            14 => (
+                format!("SELECT {dn}, COUNT(*) FROM {from} WHERE {p} GROUP BY {dn} UNION ALL SELECT NULL, COUNT(*) FROM {from} WHERE {p2}"),
+                Order::Unordered,
+            ),
+            _ => (
+                format!("SELECT {dn}, COUNT(*) FROM {from} GROUP BY {dn} HAVING SUM({m}) * 2 > COUNT(*) OR {dn} IS NULL"),
+                Order::Unordered,
+            ),
+        };
+        Step::Check(Query {
+            sql,
+            params: q.params,
+            class: Class::X,
+            order,
+        })
+    }
+
     fn outside(&mut self) -> Step {
         let mut q = self.q(false);
         q.prefix.clear();

@@ -31,6 +31,8 @@ pub(crate) enum Classified {
     Declined(String),
     Plan(Box<Plan>),
     Join(Box<JoinPlan>),
+    /// The cells answer the aggregate core, SQLite the rest.
+    Residue(Box<crate::residue::ResiduePlan>),
 }
 
 /// An output of a served join.
@@ -265,7 +267,8 @@ pub(crate) fn classify(
     }
     // Every served statement has an aggregate or a GROUP BY: a text without
     // any of their names is a row list or lookup, declined without a parse.
-    const SERVED_WORDS: [&str; 8] = [
+    const SERVED_WORDS: [&str; 9] = [
+        "distinct",
         "count",
         "sum",
         "total",
@@ -281,13 +284,22 @@ pub(crate) fn classify(
     let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
     let param_count = stmt.parameter_count();
     drop(stmt);
-    match plan(shared, sql, columns.clone(), param_count) {
-        Ok(p) => Classified::Plan(Box::new(p)),
-        Err(reason) if reason == JOIN_MARK => match join_plan(shared, sql, columns, param_count) {
-            Ok(j) => Classified::Join(Box::new(j)),
-            Err(reason) => Classified::Declined(reason),
-        },
-        Err(reason) => Classified::Declined(reason),
+    let reason = match plan(shared, sql, columns.clone(), param_count) {
+        Ok(p) => return Classified::Plan(Box::new(p)),
+        Err(reason) if reason == JOIN_MARK => {
+            match join_plan(shared, sql, columns.clone(), param_count) {
+                Ok(j) => return Classified::Join(Box::new(j)),
+                Err(reason) => reason,
+            }
+        }
+        Err(reason) => reason,
+    };
+    // What the cells answer directly they answer; the rest may still have an
+    // aggregate core, with SQLite evaluating around it.
+    match crate::residue::plan(shared, sql, columns, param_count) {
+        Ok(r) => Classified::Residue(Box::new(r)),
+        Err(r) if r == crate::residue::NO_CORE => Classified::Declined(reason),
+        Err(r) => Classified::Declined(r),
     }
 }
 

@@ -19,6 +19,7 @@ use crate::route::{Counters, Route, RouteKind, RouteMode};
 use crate::rows::Rows;
 use crate::rules::answer_from_cells::{self, Outcome};
 use crate::rules::answer_from_limb;
+use crate::rules::answer_with_residue;
 use crate::split::split_statements;
 use crate::txn::{self, StmtKind, TxnState};
 use crate::user_counters::UserCounters;
@@ -143,6 +144,12 @@ impl Connection {
     /// The route the last statement took.
     pub fn last_route(&self) -> &Route {
         &self.last_route
+    }
+
+    /// Drop the memo's answers, so the next statement takes its rule again
+    /// (the benchmarks measure the rules' own cost this way).
+    pub fn clear_memo(&mut self) {
+        self.memo.clear();
     }
 
     /// Served and declined counts since the connection opened.
@@ -347,6 +354,7 @@ impl Connection {
             Classified::Declined(reason) => return self.decline(reason, None),
             Classified::Plan(plan) => &plan.table,
             Classified::Join(join) => &join.fact,
+            Classified::Residue(r) => &r.table,
         };
         if self.mode == RouteMode::Engine {
             return self.decline("pleroma_route = engine", Some(table));
@@ -390,6 +398,10 @@ impl Connection {
                 answer_from_cells::answer(&self.db, &mut shared, self.mode, plan, params)?
             }
             Classified::Join(join) => answer_from_limb::answer(&self.lock(), join, params)?,
+            Classified::Residue(r) => {
+                let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+                answer_with_residue::answer(&self.db, &mut shared, self.mode, r, params)?
+            }
             _ => unreachable!("declined above"),
         };
         match outcome {
@@ -397,13 +409,17 @@ impl Connection {
                 self.counters.served += 1;
                 self.lock().count(table, true);
                 self.last_route = route;
-                self.memo.insert(
-                    key,
-                    Memo {
-                        writes,
-                        rows: rows.clone(),
-                    },
-                );
+                // A residue may read other tables and `'now'`, which the
+                // planes' write counter does not follow: not memoized.
+                if !matches!(&*class, Classified::Residue(_)) {
+                    self.memo.insert(
+                        key,
+                        Memo {
+                            writes,
+                            rows: rows.clone(),
+                        },
+                    );
+                }
                 Ok(Attempt::Served(rows))
             }
             Outcome::Declined(reason, route) => {
@@ -1313,6 +1329,19 @@ impl Connection {
             Classified::NotSelect => ("engine", "not a SELECT".to_owned(), None, None),
             Classified::Declined(r) => ("engine", r.clone(), None, None),
             Classified::Join(_) => ("plane", "join limb".to_owned(), None, None),
+            Classified::Residue(r) => {
+                let _ = self.sync_external()?;
+                let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+                match answer_with_residue::core_json(&self.db, &mut shared, self.mode, r)? {
+                    Ok((_, route)) => (
+                        "plane",
+                        format!("residue: {}", r.split),
+                        route.plane_cost,
+                        route.engine_cost,
+                    ),
+                    Err((reason, _)) => ("engine", reason, None, None),
+                }
+            }
             Classified::Plan(plan) => {
                 let _ = self.sync_external()?;
                 let est = answer_from_cells::estimate(&self.lock(), plan);

@@ -30,6 +30,7 @@ pub mod mutation;
 mod persist;
 mod planes;
 mod pragma;
+mod residue;
 mod route;
 mod rows;
 mod rules;

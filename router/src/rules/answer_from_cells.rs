@@ -21,7 +21,7 @@ use crate::Result;
 
 /// Most cells whose MIN/MAX is recomputed from SQLite in one answer; past
 /// that the query is declined (SQLite's own scan is then the cheaper path).
-const MAX_RECOMPUTE: usize = 64;
+pub(crate) const MAX_RECOMPUTE: usize = 64;
 
 pub(crate) enum Outcome {
     Served(Rows, Route),
@@ -471,7 +471,7 @@ pub(crate) fn estimate(shared: &Planes, plan: &Plan) -> R<(f64, f64)> {
 }
 
 /// Recompute MIN/MAX of the given cells from the table.
-fn recompute_extrema(
+pub(crate) fn recompute_extrema(
     db: &rusqlite::Connection,
     entry: &mut PlaneEntry,
     cells: &[(u64, usize)],

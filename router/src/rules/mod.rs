@@ -3,6 +3,7 @@
 
 pub(crate) mod answer_from_cells;
 pub(crate) mod answer_from_limb;
+pub(crate) mod answer_with_residue;
 
 use std::sync::Arc;
 

@@ -1,0 +1,283 @@
+//! Rule: answer a statement with a residue (`crate::residue`): the cells
+//! give the core's rows, SQLite evaluates the rewritten statement over them.
+//!
+//! The core's values are bound exactly: dimension values as the plane holds
+//! them (INTEGER or TEXT, each under a CAST to its column's affinity, which
+//! is the identity on the values such a column holds), partial counts and
+//! sums as integers. A sum is bound only when no order of adding the rows of
+//! any group could leave i64, as in `answer_from_cells`; otherwise SQLite
+//! answers, and raises its own error if it overflows.
+
+use std::fmt::Write;
+
+use pleroma_plane::{Agg, AggValue, DimValue, PlaneError, Pred, SliceQuery, Truth};
+use rusqlite::types::Value;
+
+use crate::affinity::{sort_cmp, Affinity};
+use crate::planes::Planes;
+use crate::residue::ResiduePlan;
+use crate::route::{Route, RouteKind, RouteMode};
+use crate::rows::Rows;
+use crate::rules::answer_from_cells::{recompute_extrema, Outcome, MAX_RECOMPUTE};
+use crate::Result;
+
+/// The core's rows as JSON and the route, or why not (with the route when
+/// the plane was reached).
+type Core = std::result::Result<(String, Route), (String, Option<Route>)>;
+
+/// The core's rows as JSON, or why not.
+pub(crate) fn core_json(
+    db: &rusqlite::Connection,
+    shared: &mut Planes,
+    mode: RouteMode,
+    plan: &ResiduePlan,
+) -> Result<Core> {
+    let Some(i) = shared.find(&plan.table) else {
+        return Ok(Err((format!("no plane on table {}", plan.table), None)));
+    };
+    let entry = shared.entry_mut(i);
+    if let Some(reason) = entry.out_of_service() {
+        let r = format!("plane on {} is out of service: {reason}", plan.table);
+        return Ok(Err((r, None)));
+    }
+    let est = entry.plane.cells() as f64;
+    let rows = entry.plane.rows() as f64;
+    let route = Route {
+        kind: RouteKind::Plane,
+        reason: format!("served with a residue ({})", plan.split),
+        table: Some(plan.table.clone()),
+        plane_cost: Some(est),
+        engine_cost: Some(rows),
+    };
+    if mode == RouteMode::Auto && est > rows.max(1.0) {
+        let r = format!("cost: the plane would visit {est} cells for {rows} rows");
+        return Ok(Err((r, Some(route))));
+    }
+    let mut aggs = vec![Agg::CountStar];
+    for &m in &plan.measures {
+        aggs.push(Agg::Sum(m));
+        if plan.extrema.contains(&m) {
+            aggs.push(Agg::Min(m));
+            aggs.push(Agg::Max(m));
+        }
+    }
+    let q = SliceQuery {
+        filter: Pred::Const(Truth::True),
+        group_by: plan.dims.clone(),
+        aggs,
+    };
+    let result = loop {
+        match entry.plane.slice(&q) {
+            Ok(r) => break r,
+            Err(PlaneError::UnknownExtremum { cells }) if cells.len() <= MAX_RECOMPUTE => {
+                recompute_extrema(db, entry, &cells)?;
+            }
+            Err(e) => return Ok(Err((format!("plane: {e}"), Some(route)))),
+        }
+    };
+    // Every partial sum of a summed measure, in any grouping and any order,
+    // lies in [sum of the negatives, sum of the positives (+ one per row
+    // where a sum adds 1s)].
+    for &m in &plan.summed {
+        let k = 1 + plan.measures.iter().position(|x| *x == m).map_or(0, |p| {
+            plan.measures[..p]
+                .iter()
+                .map(|x| if plan.extrema.contains(x) { 3 } else { 1 })
+                .sum::<usize>()
+        });
+        let (mut pos, mut neg) = (0i128, 0i128);
+        for g in &result.groups {
+            if let AggValue::Sum { pos: p, neg: n, .. } = g.values[k] {
+                pos += p;
+                neg += n;
+            }
+        }
+        if plan.ones {
+            pos += entry.plane.rows() as i128;
+        }
+        if pos > i64::MAX as i128 || neg < i64::MIN as i128 {
+            return Ok(Err((
+                "SUM may overflow part-way, depending on row order".into(),
+                Some(route),
+            )));
+        }
+    }
+    let plane = &entry.plane;
+    let mut json = String::with_capacity(16 + result.groups.len() * 8 * (2 + plan.dims.len()));
+    json.push('[');
+    let mut groups: Vec<_> = result.groups.iter().collect();
+    if crate::mutation::active("residue_wrong_groups") && groups.len() > 1 {
+        groups.pop();
+    }
+    for (gi, g) in groups.iter().enumerate() {
+        if gi > 0 {
+            json.push(',');
+        }
+        json.push('[');
+        for ((&code, &d), aff) in g.key.iter().zip(&plan.dims).zip(&plan.dim_aff) {
+            match plane.dict(d).value(code) {
+                // The mutation: NULL bound as the column's zero value, so a
+                // predicate or function of the dimension sees it wrongly.
+                DimValue::Null if crate::mutation::active("residue_null_dim") => {
+                    json.push_str(if *aff == Affinity::Text { "\"\"" } else { "0" })
+                }
+                DimValue::Null => json.push_str("null"),
+                DimValue::Int(v) => {
+                    if *aff == Affinity::Text {
+                        return Ok(Err((
+                            format!("an integer in TEXT dimension {}", entry.def.dims[d]),
+                            Some(route),
+                        )));
+                    }
+                    let _ = write!(json, "{v}");
+                }
+                DimValue::Text(s) => {
+                    if matches!(aff, Affinity::Integer | Affinity::Numeric | Affinity::Real) {
+                        // A CAST to the column's affinity would change it.
+                        return Ok(Err((
+                            format!("a text value in numeric dimension {}", entry.def.dims[d]),
+                            Some(route),
+                        )));
+                    }
+                    if s.contains('\0') {
+                        return Ok(Err(("a text value with NUL".into(), Some(route))));
+                    }
+                    json_string(&mut json, s);
+                }
+            }
+            json.push(',');
+        }
+        let mut vals = g.values.iter();
+        match vals.next() {
+            Some(AggValue::Count(n)) => {
+                let _ = write!(json, "{n}");
+            }
+            _ => return Ok(Err(("unexpected aggregate".into(), Some(route)))),
+        }
+        for &m in &plan.measures {
+            let Some(AggValue::Sum { nn, pos, neg }) = vals.next().copied() else {
+                return Ok(Err(("unexpected aggregate".into(), Some(route))));
+            };
+            let s = pos + neg;
+            if nn == 0 || s > i64::MAX as i128 || s < i64::MIN as i128 {
+                // Only a measure that is not summed can get here with nn > 0.
+                let _ = write!(json, ",{nn},null");
+            } else {
+                let _ = write!(json, ",{nn},{s}");
+            }
+            if plan.extrema.contains(&m) {
+                for _ in 0..2 {
+                    match vals.next() {
+                        Some(AggValue::Min(Some(v)) | AggValue::Max(Some(v))) => {
+                            let _ = write!(json, ",{v}");
+                        }
+                        _ => json.push_str(",null"),
+                    }
+                }
+            } else {
+                json.push_str(",null,null");
+            }
+        }
+        json.push(']');
+    }
+    json.push(']');
+    Ok(Ok((json, route)))
+}
+
+/// Answer `plan`: the core from the cells, the rest by SQLite.
+pub(crate) fn answer(
+    db: &rusqlite::Connection,
+    shared: &mut Planes,
+    mode: RouteMode,
+    plan: &ResiduePlan,
+    params: &[Value],
+) -> Result<Outcome> {
+    if params.len() != plan.param_count {
+        return Ok(Outcome::Declined(
+            "parameter count differs from the statement's".into(),
+            None,
+        ));
+    }
+    let (json, route) = match core_json(db, shared, mode, plan)? {
+        Ok(x) => x,
+        Err((r, route)) => return Ok(Outcome::Declined(r, route)),
+    };
+    let sql = format!("{}{}{}", plan.head, json.replace('\'', "''"), plan.tail);
+    // A text that SQLite does not take as written (a name that no longer
+    // resolves) is declined: SQLite runs the original.
+    let mut stmt = match db.prepare(&sql) {
+        Ok(s) => s,
+        Err(e) => {
+            return Ok(Outcome::Declined(
+                format!("the residue does not prepare: {e}"),
+                Some(route),
+            ))
+        }
+    };
+    if stmt.parameter_count() != plan.param_count || stmt.column_count() != plan.columns.len() {
+        return Ok(Outcome::Declined(
+            "the residue's parameters or columns differ".into(),
+            Some(route),
+        ));
+    }
+    let n = plan.columns.len();
+    let mut out = Rows {
+        columns: plan.columns.clone(),
+        rows: Vec::new(),
+    };
+    let mut rows = stmt.query(rusqlite::params_from_iter(params.iter()))?;
+    while let Some(row) = rows.next()? {
+        let mut r = Vec::with_capacity(n);
+        for i in 0..n {
+            r.push(row.get::<_, Value>(i)?);
+        }
+        out.rows.push(r);
+    }
+    if let Some(cut) = &plan.cut {
+        // Served only when the cut does not fall between rows that tie on the
+        // ORDER BY keys: then the rows it keeps do not depend on the order
+        // SQLite gives ties.
+        let tie = |a: &[Value], b: &[Value]| {
+            cut.keys
+                .iter()
+                .all(|&k| sort_cmp(&a[k], &b[k]) == std::cmp::Ordering::Equal)
+        };
+        let rows = &out.rows;
+        let o = cut.offset.max(0) as usize;
+        let end = if cut.limit < 0 {
+            rows.len()
+        } else {
+            o.saturating_add(cut.limit as usize).min(rows.len())
+        };
+        let at_start = o > 0 && o < rows.len() && tie(&rows[o - 1], &rows[o]);
+        let at_end = end > o && end < rows.len() && tie(&rows[end - 1], &rows[end]);
+        if at_start || at_end {
+            return Ok(Outcome::Declined(
+                "a tie at the LIMIT cut".into(),
+                Some(route),
+            ));
+        }
+        out.rows = out
+            .rows
+            .drain(..)
+            .skip(o)
+            .take(end.saturating_sub(o))
+            .collect();
+    }
+    Ok(Outcome::Served(out, route))
+}
+
+fn json_string(out: &mut String, s: &str) {
+    out.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
