@@ -514,7 +514,8 @@ pub fn compare(want: &Answer, got: &Answer, order: &Order) -> Result<(), String>
 fn pl_exec(pl: &mut pleroma::Connection, sql: &str) -> Result<usize, String> {
     // `query` runs any statement and returns its rows (RETURNING, PRAGMAs).
     pl.query(sql, &[]).map_err(|e| e.to_string())?;
-    Ok(pl.sqlite().changes() as usize)
+    // Pleroma's count: the raw handle's also counts the planes' state rows.
+    Ok(pl.changes() as usize)
 }
 
 /// Run a statement on a second Pleroma connection to the file `path` (a

@@ -60,6 +60,8 @@ pub struct Connection {
     persisted: Persisted,
     /// What the guard function lets through on this connection.
     guard: Arc<persist::Guard>,
+    /// See [`Connection::changes`].
+    last_changes: u64,
 }
 
 /// Longest a read waits for another connection's publish of a commit it
@@ -114,6 +116,7 @@ impl Connection {
             plans_epoch: 0,
             persisted: Persisted::new(persist_on),
             guard,
+            last_changes: 0,
             database,
             _member: member,
         };
@@ -150,6 +153,14 @@ impl Connection {
     /// (the benchmarks measure the rules' own cost this way).
     pub fn clear_memo(&mut self) {
         self.memo.clear();
+    }
+
+    /// Rows changed by the most recent INSERT, UPDATE or DELETE the user
+    /// ran, as SQLite's `sqlite3_changes()` would count them without
+    /// Pleroma (whose own state-row writes `Connection::sqlite().changes()`
+    /// does see). The SQL function `changes()` gives the same.
+    pub fn changes(&self) -> u64 {
+        self.last_changes
     }
 
     /// Served and declined counts since the connection opened.
@@ -868,6 +879,7 @@ impl Connection {
             self.publish_mutated();
         }
         let result = exec(&self.db, sql, params, want_rows);
+        self.note_changes(sql);
         let now_auto = self.db.is_autocommit();
         if sharing && !now_auto && crate::mutation::active("publish_uncommitted") {
             self.publish_mutated();
@@ -1053,6 +1065,7 @@ impl Connection {
         }
         self.lock().begin_statement(true);
         let result = exec(&self.db, sql, params, want_rows);
+        self.note_changes(sql);
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         let flags = shared.take_flags();
         if self.db.is_autocommit() {
@@ -1430,6 +1443,21 @@ fn exec(
 /// FAIL in its text (`OR FAIL`) or anywhere in the schema (`ON CONFLICT
 /// FAIL`, `RAISE(FAIL, …)` in a trigger). Conservative: a false yes only
 /// costs a rebuild.
+impl Connection {
+    /// After a statement SQLite ran: what `changes()` says now, read before
+    /// Pleroma writes anything of its own (a statement that changes no row,
+    /// such as a SELECT, leaves it as it was, as in SQLite).
+    fn note_changes(&mut self, sql: &str) {
+        let writes = self
+            .db
+            .prepare_cached(sql)
+            .is_ok_and(|stmt| !stmt.readonly());
+        if writes {
+            self.last_changes = self.db.changes();
+        }
+    }
+}
+
 fn fail_possible(db: &rusqlite::Connection, sql: &str) -> bool {
     let has = |s: &str| s.to_ascii_uppercase().contains("FAIL");
     has(sql)
