@@ -76,10 +76,15 @@ impl AuthSource for UsersSource {
     }
 }
 
-pub(crate) fn scram(users: Arc<Users>) -> Arc<ScramAuth> {
+/// SCRAM-SHA-256 against the users' verifiers; with the server's
+/// certificate also SCRAM-SHA-256-PLUS (channel binding to the TLS session).
+pub(crate) fn scram(users: Arc<Users>, cert_pem: Option<&[u8]>) -> PgWireResult<Arc<ScramAuth>> {
     let mut s = ScramAuth::new(Arc::new(UsersSource(users.clone())));
     s.set_iterations(pgwire::api::auth::sasl::scram::SCRAM_ITERATIONS);
-    Arc::new(s)
+    if let Some(pem) = cert_pem {
+        s.configure_certificate(pem)?;
+    }
+    Ok(Arc::new(s))
 }
 
 pub(crate) struct Startup {
@@ -133,8 +138,10 @@ impl StartupHandler for Startup {
                 }
                 let r = sasl.on_startup(client, message).await;
                 if let Err(e) = &r {
+                    let user = client.metadata().get(pgwire::api::METADATA_USER).cloned();
                     eprintln!(
-                        "pleroma serve: authentication failed from {}: {e}",
+                        "pleroma serve: authentication of {:?} from {} failed: {e}",
+                        user.unwrap_or_default(),
                         client.socket_addr()
                     );
                 }

@@ -135,7 +135,9 @@ pub fn start(config: &Config) -> Result<Running, Error> {
     let auth = Arc::new(match users {
         None => handler::Auth::Trust,
         Some(u) => {
-            let scram = handler::scram(u.clone());
+            let pem = tls.as_ref().map(|(_, pem)| pem.as_slice());
+            let scram = handler::scram(u.clone(), pem)
+                .map_err(|e| Error::Config(format!("the TLS certificate: {e}")))?;
             handler::Auth::Scram(u, scram)
         }
     });
@@ -156,20 +158,25 @@ pub fn start(config: &Config) -> Result<Running, Error> {
         .enable_all()
         .build()
         .map_err(|e| Error::Config(format!("cannot start the runtime: {e}")))?;
-    let listener = runtime
-        .block_on(TcpListener::bind(config.listen))
-        .map_err(|source| Error::Listen {
-            addr: config.listen,
-            source,
-        })?;
-    let addr = listener.local_addr().map_err(|source| Error::Listen {
+    let listen_err = |source| Error::Listen {
         addr: config.listen,
         source,
-    })?;
+    };
+    // Bound here, so a caller inside another runtime can start a server too.
+    let std_listener = std::net::TcpListener::bind(config.listen).map_err(listen_err)?;
+    std_listener.set_nonblocking(true).map_err(listen_err)?;
+    let addr = std_listener.local_addr().map_err(listen_err)?;
     let path = config.database.clone();
     let pids = Arc::new(RandomPidSecretKeyGenerator::default());
     let acceptor = tls.map(|(a, _)| a);
     runtime.spawn(async move {
+        let listener = match TcpListener::from_std(std_listener) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("pleroma serve: cannot listen: {e}");
+                return;
+            }
+        };
         loop {
             let (socket, peer) = match listener.accept().await {
                 Ok(s) => s,

@@ -111,12 +111,18 @@ print(json.dumps(out))
     for got in out["param"].as_array().unwrap() {
         assert_eq!(rows(got), want);
     }
-    assert_eq!(rows(&out["scalars"]), sqlite(&f.db, "SELECT 41 + 1, 1.25 * 2, NULL IS NULL, 'x'"));
+    assert_eq!(
+        rows(&out["scalars"]),
+        sqlite(&f.db, "SELECT 41 + 1, 1.25 * 2, NULL IS NULL, 'x'")
+    );
     // An untyped text parameter meets the INTEGER column's affinity, as a
     // quoted literal would.
     assert_eq!(
         rows(&out["affinity"]),
-        sqlite(&f.db, "SELECT COUNT(*) FROM invoices WHERE month = '202405'")
+        sqlite(
+            &f.db,
+            "SELECT COUNT(*) FROM invoices WHERE month = '202405'"
+        )
     );
 }
 
@@ -190,6 +196,9 @@ print(json.dumps(out))
     });
     assert_eq!(amounts, want);
     // psycopg saw its own uncommitted write through the plane.
-    let north = sqlite(&f.db, "SELECT SUM(amount_cents) + 111 FROM invoices WHERE region = 'north'");
+    let north = sqlite(
+        &f.db,
+        "SELECT SUM(amount_cents) + 111 FROM invoices WHERE region = 'north'",
+    );
     assert_eq!(rows(&out["own_write"]), north);
 }

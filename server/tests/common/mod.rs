@@ -25,7 +25,9 @@ pub fn fixture() -> Fixture {
          CREATE TABLE invoices(id INTEGER PRIMARY KEY, region TEXT NOT NULL, status TEXT,
                                month INTEGER, amount_cents INTEGER DEFAULT 0);
          CREATE TABLE mixed(k INTEGER, v);
-         INSERT INTO mixed VALUES (1, 10), (2, 2.5), (3, 'three'), (4, NULL);",
+         INSERT INTO mixed VALUES (1, 10), (2, 2.5), (3, 'three'), (4, NULL);
+         CREATE TABLE kinds(i INTEGER, r REAL, t TEXT, b BLOB);
+         INSERT INTO kinds VALUES (7, 2.5, 'x', x'00ff10'), (NULL, NULL, NULL, NULL);",
     )
     .unwrap();
     conn.begin().unwrap();
