@@ -238,11 +238,20 @@ pub(crate) fn parse(sql: &str) -> Option<Result<Command, ErrorInfo>> {
                 }
             };
             let name = unquote(name.trim()).to_ascii_lowercase();
-            let value = value
-                .split(',')
-                .map(|v| unquote(v.trim()))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let value = value.trim();
+            let quoted = value.len() >= 2
+                && value.starts_with('\'')
+                && value.ends_with('\'')
+                && !value[1..value.len() - 1].replace("''", "").contains('\'');
+            let value = if quoted {
+                unquote(value)
+            } else {
+                value
+                    .split(',')
+                    .map(|v| unquote(v.trim()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
             if name.is_empty() {
                 return Some(Err(error("42601", format!("syntax error in SET: {sql}"))));
             }
