@@ -431,3 +431,46 @@ fn exact_sum_columns(sql: &str, n: usize) -> Vec<bool> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_panic_ends_its_session_only_and_rolls_its_transaction_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.db");
+        {
+            let mut c = Connection::open(&path).unwrap();
+            c.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t(x INTEGER);")
+                .unwrap();
+        }
+        let a = Worker::start(path.clone(), HashMap::new()).await.unwrap();
+        let b = Worker::start(path.clone(), HashMap::new()).await.unwrap();
+        let idle = TransactionStatus::Idle;
+        a.run(move |e| e.simple("BEGIN; INSERT INTO t VALUES (1)", idle))
+            .await
+            .unwrap();
+        let e = a
+            .run(|_: &mut Engine| -> () { panic!("a bug in a statement") })
+            .await
+            .unwrap_err();
+        assert_eq!(e.severity, "FATAL");
+        assert!(
+            a.run(|e| e.in_transaction()).await.is_err(),
+            "the session is closed"
+        );
+        // The other session writes (the lock was released) and never saw 1.
+        let out = b
+            .run(move |e| {
+                e.simple("INSERT INTO t VALUES (2)", idle);
+                e.conn
+                    .query("SELECT group_concat(x) FROM t", &[])
+                    .unwrap()
+                    .rows
+            })
+            .await
+            .unwrap();
+        assert_eq!(out, [[Value::Text("2".into())]]);
+    }
+}
