@@ -121,7 +121,7 @@ impl StartupHandler for Startup {
                     let user = startup.parameters.get("user").cloned().unwrap_or_default();
                     if let Some(u) = users.users.get(&user) {
                         if u.tls_required && !client.is_secure() {
-                            eprintln!(
+                            log!(
                                 "pleroma serve: refused {user:?} from {}: TLS required",
                                 client.socket_addr()
                             );
@@ -138,12 +138,22 @@ impl StartupHandler for Startup {
                 }
                 let r = sasl.on_startup(client, message).await;
                 if let Err(e) = &r {
-                    let user = client.metadata().get(pgwire::api::METADATA_USER).cloned();
-                    eprintln!(
-                        "pleroma serve: authentication of {:?} from {} failed: {e}",
-                        user.unwrap_or_default(),
+                    let user = client
+                        .metadata()
+                        .get(pgwire::api::METADATA_USER)
+                        .cloned()
+                        .unwrap_or_default();
+                    log!(
+                        "pleroma serve: authentication of {user:?} from {} failed: {e}",
                         client.socket_addr()
                     );
+                    if let PgWireError::InvalidPassword(_) = e {
+                        // PostgreSQL's words, with the user's name.
+                        return Err(user_error(fatal(
+                            "28P01",
+                            format!("password authentication failed for user \"{user}\""),
+                        )));
+                    }
                 }
                 r
             }

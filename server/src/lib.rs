@@ -8,6 +8,15 @@
 //! file's planes. The server keeps one more connection open for its whole
 //! life, so the planes stay published between sessions.
 
+/// A line on the server's log (standard error). A closed or full stderr
+/// must not take a session down, so write errors are ignored.
+macro_rules! log {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod handler;
 mod pg_catalog;
 mod session;
@@ -173,7 +182,7 @@ pub fn start(config: &Config) -> Result<Running, Error> {
         let listener = match TcpListener::from_std(std_listener) {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("pleroma serve: cannot listen: {e}");
+                log!("pleroma serve: cannot listen: {e}");
                 return;
             }
         };
@@ -181,7 +190,7 @@ pub fn start(config: &Config) -> Result<Running, Error> {
             let (socket, peer) = match listener.accept().await {
                 Ok(s) => s,
                 Err(e) => {
-                    eprintln!("pleroma serve: accept failed: {e}");
+                    log!("pleroma serve: accept failed: {e}");
                     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                     continue;
                 }
@@ -195,7 +204,7 @@ pub fn start(config: &Config) -> Result<Running, Error> {
             let acceptor = acceptor.clone();
             tokio::spawn(async move {
                 if let Err(e) = process_socket(socket, acceptor, handlers).await {
-                    eprintln!("pleroma serve: connection from {peer} ended: {e}");
+                    log!("pleroma serve: connection from {peer} ended: {e}");
                 }
             });
         }

@@ -62,7 +62,7 @@ impl Worker {
                 };
                 while let Ok(job) = rx.recv() {
                     if catch_unwind(AssertUnwindSafe(|| job(&mut engine))).is_err() {
-                        eprintln!("pleroma serve: a session panicked; it was closed and its transaction rolled back");
+                        log!("pleroma serve: a session panicked; it was closed and its transaction rolled back");
                         break;
                     }
                 }
