@@ -8,6 +8,10 @@
 //! file's planes. The server keeps one more connection open for its whole
 //! life, so the planes stay published between sessions.
 
+// Errors travel as pgwire's `ErrorInfo`, the shape the wire sends; they are
+// the cold path, so their size does not matter.
+#![allow(clippy::result_large_err)]
+
 /// A line on the server's log (standard error). A closed or full stderr
 /// must not take a session down, so write errors are ignored.
 macro_rules! log {

@@ -218,7 +218,6 @@ impl Engine {
             let tag = if is_commit { "COMMIT" } else { "ROLLBACK" };
             return Ok(done(tag, None, TxnMove::End));
         }
-        let rewritten;
         let mut sql = sql;
         if w(0) == "START" && w(1) == "TRANSACTION" || w(0) == "BEGIN" && is_pg_txn_mode(w(1)) {
             if words.iter().any(|x| x == "ONLY") {
@@ -249,7 +248,7 @@ impl Engine {
                 .collect();
             return rows_outcome(&rows.columns, &rows.rows, &types, format, "SELECT");
         }
-        rewritten = wire::numbered_placeholders(sql);
+        let rewritten = wire::numbered_placeholders(sql);
         let sql: &str = &rewritten;
         let before = self.in_transaction();
         let rows = self.conn.query(sql, params).map_err(|e| from_router(&e))?;

@@ -208,19 +208,19 @@ async fn bad_passwords_and_tls_only_users_in_clear_are_refused() {
 
     let e = connect_tls(port, "ann", "wrong", &s.tls.pem)
         .await
-        .err()
-        .expect("a wrong password is refused");
+        .map(|_| ())
+        .expect_err("a wrong password is refused");
     assert_eq!(e.code().map(|c| c.code()), Some("28P01"), "{e}");
     let e = connect_tls(port, "nobody", "x", &s.tls.pem)
         .await
-        .err()
-        .expect("an unknown user is refused");
+        .map(|_| ())
+        .expect_err("an unknown user is refused");
     assert_eq!(e.code().map(|c| c.code()), Some("28P01"), "{e}");
 
     let e = tokio_postgres::connect(&conninfo(port, "bob", "bob's secret", "disable"), NoTls)
         .await
-        .err()
-        .expect("a TLS-only user in clear text is refused");
+        .map(|_| ())
+        .expect_err("a TLS-only user in clear text is refused");
     assert_eq!(e.code().map(|c| c.code()), Some("28000"), "{e}");
     let message = e
         .as_db_error()
@@ -250,7 +250,7 @@ fn without_users_the_server_only_listens_on_loopback() {
         tls: None,
         users: None,
     })
-    .err()
-    .expect("a trusted server on every interface is refused");
+    .map(|_| ())
+    .expect_err("a trusted server on every interface is refused");
     assert!(e.to_string().contains("loopback"), "{e}");
 }
