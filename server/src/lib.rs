@@ -21,6 +21,7 @@ macro_rules! log {
     }};
 }
 
+pub mod bench;
 mod handler;
 mod pg_catalog;
 mod session;

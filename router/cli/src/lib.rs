@@ -127,6 +127,9 @@ pub fn main() -> ExitCode {
                 users,
             }),
         },
+        Command::Bench { args } if args.first().map(String::as_str) == Some("serve") => {
+            bench_serve(&args)
+        }
         Command::Bench { args } => pleroma_benches::run_cli(args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
@@ -168,6 +171,37 @@ fn serve(config: pleroma_server::Config) -> anyhow::Result<ExitCode> {
         if config.tls.is_some() { ", TLS" } else { "" }
     );
     running.wait();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `pleroma bench serve`: the server under load (see the server crate's
+/// `bench` module for what it runs and checks).
+#[derive(Parser)]
+#[command(name = "pleroma bench serve")]
+struct BenchServe {
+    /// Invoices in the ledger.
+    #[arg(long, default_value_t = 100_000)]
+    rows: i64,
+    /// Concurrent clients of the load phase.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+    /// Length of the load phase.
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+    /// Calls of the round-trip phase.
+    #[arg(long, default_value_t = 2000)]
+    calls: usize,
+}
+
+fn bench_serve(args: &[String]) -> anyhow::Result<ExitCode> {
+    let a = BenchServe::try_parse_from(args)?;
+    pleroma_server::bench::run(&pleroma_server::bench::BenchOptions {
+        rows: a.rows,
+        clients: a.clients,
+        seconds: a.seconds,
+        calls: a.calls,
+    })
+    .map_err(anyhow::Error::msg)?;
     Ok(ExitCode::SUCCESS)
 }
 
