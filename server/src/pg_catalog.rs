@@ -133,6 +133,16 @@ fn list_relations(db: &rusqlite::Connection, l: &str) -> Result<Rows, ErrorInfo>
         let end = l[i..].find(')').map_or(l.len(), |e| i + e);
         l[i..end].to_owned()
     };
+    // SQLite has tables and views, and indexes, which psql lists with an
+    // extra column (\di): not emulated, so declined rather than answered
+    // as none. Materialized views, sequences and foreign tables it has not.
+    if kinds.contains("'i'") || kinds.contains("'I'") {
+        return Err(error(
+            "0A000",
+            "pleroma serve does not list indexes through pg_catalog (\\di); \
+             ask SQLite: SELECT name, tbl_name FROM sqlite_schema WHERE type = 'index'",
+        ));
+    }
     let pattern = pattern_after(l, "c.relname operator(pg_catalog.~) ");
     let user = "pleroma";
     let mut rows = Vec::new();

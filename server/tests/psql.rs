@@ -177,4 +177,14 @@ fn an_error_in_psql_carries_sqlites_message_and_sqlstate() {
         stderr.contains("42P01") && stderr.contains("no such table: no_such"),
         "{stderr}"
     );
+
+    // A catalog query it does not emulate is declined, not answered empty.
+    let out = Command::new(require("psql", "apt-get install postgresql-client"))
+        .args(["-X", "-h", "127.0.0.1", "-U", "t", "-d", "ledger"])
+        .args(["-p", &server.addr().port().to_string(), "-c", "\\di"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!out.status.success());
+    assert!(stderr.contains("does not list indexes"), "{stderr}");
 }
