@@ -36,6 +36,7 @@ use crate::settings::SERVER_VERSION;
 use crate::sqlstate::{error, fatal};
 use crate::users::Users;
 use crate::wire::{self, ColType};
+use crate::writers::Writers;
 
 fn user_error(e: pgwire::error::ErrorInfo) -> PgWireError {
     PgWireError::UserError(Box::new(e))
@@ -173,15 +174,17 @@ struct Pending {
 /// The handlers of one connection.
 pub(crate) struct Session {
     path: PathBuf,
+    writers: Arc<Writers>,
     worker: tokio::sync::OnceCell<Worker>,
     pending: Mutex<Vec<Pending>>,
     parser: Arc<NoopQueryParser>,
 }
 
 impl Session {
-    pub(crate) fn new(path: PathBuf) -> Session {
+    pub(crate) fn new(path: PathBuf, writers: Arc<Writers>) -> Session {
         Session {
             path,
+            writers,
             worker: tokio::sync::OnceCell::new(),
             pending: Mutex::new(Vec::new()),
             parser: Arc::new(NoopQueryParser::new()),
@@ -191,7 +194,7 @@ impl Session {
     async fn worker<C: ClientInfo>(&self, client: &C) -> PgWireResult<&Worker> {
         let startup = client.metadata().clone();
         self.worker
-            .get_or_try_init(|| Worker::start(self.path.clone(), startup))
+            .get_or_try_init(|| Worker::start(self.path.clone(), startup, self.writers.clone()))
             .await
             .map_err(user_error)
     }
@@ -442,6 +445,7 @@ impl Handlers {
         path: PathBuf,
         auth: Arc<Auth>,
         pids: Arc<RandomPidSecretKeyGenerator>,
+        writers: Arc<Writers>,
     ) -> Handlers {
         let sasl = match &*auth {
             Auth::Trust => None,
@@ -450,7 +454,7 @@ impl Handlers {
             ),
         };
         Handlers {
-            session: Arc::new(Session::new(path)),
+            session: Arc::new(Session::new(path, writers)),
             startup: Arc::new(Startup { auth, pids, sasl }),
         }
     }

@@ -29,6 +29,7 @@ mod settings;
 mod sqlstate;
 mod users;
 mod wire;
+mod writers;
 
 use std::io;
 use std::net::SocketAddr;
@@ -182,6 +183,7 @@ pub fn start(config: &Config) -> Result<Running, Error> {
     let addr = std_listener.local_addr().map_err(listen_err)?;
     let path = config.database.clone();
     let pids = Arc::new(RandomPidSecretKeyGenerator::default());
+    let writers = Arc::new(writers::Writers::default());
     let acceptor = tls.map(|(a, _)| a);
     runtime.spawn(async move {
         let listener = match TcpListener::from_std(std_listener) {
@@ -205,6 +207,7 @@ pub fn start(config: &Config) -> Result<Running, Error> {
                 path.clone(),
                 auth.clone(),
                 pids.clone(),
+                writers.clone(),
             ));
             let acceptor = acceptor.clone();
             tokio::spawn(async move {

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use pgwire::api::portal::Format;
@@ -25,6 +25,10 @@ use crate::pg_catalog;
 use crate::settings::{self, Answer, Settings};
 use crate::sqlstate::{error, fatal, from_router};
 use crate::wire::{self, ColType};
+use crate::writers::{Turn, Writers};
+
+/// How long a session waits for its turn to write, like SQLite's busy timeout.
+const WRITE_WAIT: Duration = Duration::from_secs(5);
 
 type Job = Box<dyn FnOnce(&mut Engine) + Send>;
 
@@ -38,6 +42,7 @@ impl Worker {
     pub(crate) async fn start(
         path: PathBuf,
         startup: HashMap<String, String>,
+        writers: Arc<Writers>,
     ) -> Result<Worker, ErrorInfo> {
         let (jobs, rx) = mpsc::channel::<Job>();
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
@@ -53,7 +58,7 @@ impl Worker {
                 let mut engine = match opened {
                     Ok(conn) => {
                         let _ = ready_tx.send(Ok(()));
-                        Engine::new(conn, &startup)
+                        Engine::new(conn, &startup, writers)
                     }
                     Err(e) => {
                         let _ = ready_tx.send(Err(fatal("58030", e.to_string())));
@@ -131,13 +136,46 @@ pub(crate) struct Described {
 pub(crate) struct Engine {
     conn: Connection,
     settings: Settings,
+    writers: Arc<Writers>,
+    /// Held from the session's first write until it is out of its
+    /// transaction.
+    turn: Option<Turn>,
 }
 
 impl Engine {
-    fn new(conn: Connection, startup: &HashMap<String, String>) -> Engine {
+    fn new(conn: Connection, startup: &HashMap<String, String>, writers: Arc<Writers>) -> Engine {
         Engine {
             conn,
             settings: Settings::new(startup),
+            writers,
+            turn: None,
+        }
+    }
+
+    /// Whether a statement may write (then the session queues for its turn).
+    fn writes(&self, sql: &str, words: &[String]) -> bool {
+        let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
+        match w(0) {
+            "SELECT" | "VALUES" | "COMMIT" | "END" | "ROLLBACK" | "SAVEPOINT" | "RELEASE" => false,
+            "BEGIN" => matches!(w(1), "IMMEDIATE" | "EXCLUSIVE"),
+            // Pleroma's PRAGMAs that write its catalog; SQLite prepares any
+            // unknown PRAGMA as a no-op.
+            "PRAGMA" => {
+                let l = sql.to_ascii_lowercase();
+                [
+                    "pleroma_attach",
+                    "pleroma_detach",
+                    "pleroma_rebuild",
+                    "pleroma_limb",
+                ]
+                .iter()
+                .any(|p| l.contains(p))
+            }
+            _ => self
+                .conn
+                .sqlite()
+                .prepare_cached(sql)
+                .is_ok_and(|s| !s.readonly()),
         }
     }
 
@@ -206,6 +244,7 @@ impl Engine {
                         .execute("ROLLBACK", &[])
                         .map_err(|e| from_router(&e))?;
                 }
+                self.turn = None;
                 return Ok(done("ROLLBACK", None, TxnMove::End));
             }
             return Err(error(
@@ -251,8 +290,20 @@ impl Engine {
         let rewritten = wire::numbered_placeholders(sql);
         let sql: &str = &rewritten;
         let before = self.in_transaction();
-        let rows = self.conn.query(sql, params).map_err(|e| from_router(&e))?;
+        if self.turn.is_none() && self.writes(sql, &words) {
+            self.turn = Some(self.writers.wait(WRITE_WAIT).ok_or_else(|| {
+                error(
+                    "55P03",
+                    "database is locked: other sessions held the write lock for 5 s",
+                )
+            })?);
+        }
+        let result = self.conn.query(sql, params);
         let after = self.in_transaction();
+        if !after {
+            self.turn = None;
+        }
+        let rows = result.map_err(|e| from_router(&e))?;
         let txn = match (before, after) {
             (false, true) => TxnMove::Start,
             (true, false) => TxnMove::End,
@@ -444,8 +495,13 @@ mod tests {
             c.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t(x INTEGER);")
                 .unwrap();
         }
-        let a = Worker::start(path.clone(), HashMap::new()).await.unwrap();
-        let b = Worker::start(path.clone(), HashMap::new()).await.unwrap();
+        let writers = Arc::new(Writers::default());
+        let a = Worker::start(path.clone(), HashMap::new(), writers.clone())
+            .await
+            .unwrap();
+        let b = Worker::start(path.clone(), HashMap::new(), writers)
+            .await
+            .unwrap();
         let idle = TransactionStatus::Idle;
         a.run(move |e| e.simple("BEGIN; INSERT INTO t VALUES (1)", idle))
             .await
