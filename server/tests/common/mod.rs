@@ -157,9 +157,13 @@ pub const QUERIES: &[&str] = &[
     "SELECT 1.5, -0.25, 1e300, 'it''s', NULL",
 ];
 
-/// A consistent copy of the database as it is now.
+/// A consistent copy of the database as it is now (through Pleroma: a
+/// file with persisted planes has triggers that call its functions).
 pub fn copy_db(db: &Path, copy: &Path) {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    conn.execute("VACUUM INTO ?1", [copy.to_str().unwrap()])
-        .unwrap();
+    let mut conn = pleroma::Connection::open(db).unwrap();
+    conn.execute(
+        "VACUUM INTO ?1",
+        &[pleroma::Value::Text(copy.to_str().unwrap().to_owned())],
+    )
+    .unwrap();
 }
