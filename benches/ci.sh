@@ -19,6 +19,8 @@ done
 for w in readers ingest pool open; do
     "$bin" bench "$w" --rows 2000 --json "$out/$w.json" > "$out/$w.md"
 done
+# The server under load (issue 15): every answer checked against SQLite.
+"$bin" bench serve --rows 2000 --clients 4 --seconds 1 --calls 100 > "$out/serve.md"
 "$bin" bench speedtest --rows 600 --json "$out/speedtest.json" > "$out/speedtest.md"
 # The regression gate reads what the harness writes (a file against itself
 # never regresses).

@@ -63,6 +63,35 @@ enum Command {
         /// A `.csv` or `.parquet` file.
         file: PathBuf,
     },
+    /// Serve a database over the PostgreSQL wire protocol, for psql, drivers
+    /// and dashboards (docs/server.md); the SQL dialect stays SQLite's.
+    ///
+    /// `pleroma serve --add-user USERS NAME` writes NAME's SCRAM-SHA-256
+    /// verifier into the users file instead (the password comes from
+    /// PLEROMA_PASSWORD, or else the first line of standard input).
+    Serve {
+        /// The database file (created if missing).
+        #[arg(required_unless_present = "add_user")]
+        file: Option<PathBuf>,
+        /// The address to listen on; without --users it must be loopback.
+        #[arg(long, default_value = "127.0.0.1:5433")]
+        listen: std::net::SocketAddr,
+        /// The server's certificate chain (PEM): clients may use TLS.
+        #[arg(long, requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The certificate's private key (PEM).
+        #[arg(long, requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// The users file: every client then authenticates with SCRAM-SHA-256.
+        #[arg(long)]
+        users: Option<PathBuf>,
+        /// Add or replace a user in a users file, then exit.
+        #[arg(long, num_args = 2, value_names = ["USERS", "NAME"], conflicts_with_all = ["file", "users", "tls_cert"])]
+        add_user: Option<Vec<PathBuf>>,
+        /// With --add-user: the user may only connect over TLS.
+        #[arg(long, requires = "add_user")]
+        tls_required: bool,
+    },
     /// The benchmark harness; `pleroma bench --help` lists its workloads.
     #[command(disable_help_flag = true)]
     Bench {
@@ -80,6 +109,26 @@ pub fn main() -> ExitCode {
         Command::Sql { path, sql } => run_sql(path, &sql),
         Command::Import { path, table, file } => {
             import::run(&path, &table, &file).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Serve {
+            file,
+            listen,
+            tls_cert,
+            tls_key,
+            users,
+            add_user,
+            tls_required,
+        } => match add_user {
+            Some(args) => serve_add_user(&args[0], &args[1], tls_required),
+            None => serve(pleroma_server::Config {
+                database: file.expect("clap requires FILE without --add-user"),
+                listen,
+                tls: tls_cert.zip(tls_key),
+                users,
+            }),
+        },
+        Command::Bench { args } if args.first().map(String::as_str) == Some("serve") => {
+            bench_serve(&args)
         }
         Command::Bench { args } => pleroma_benches::run_cli(args).map(|()| ExitCode::SUCCESS),
     };
@@ -105,6 +154,84 @@ pub(crate) fn message(e: &anyhow::Error) -> String {
         .map(ToString::to_string)
         .collect();
     parts.join(": ")
+}
+
+/// `pleroma serve FILE`: serves until the process is stopped.
+fn serve(config: pleroma_server::Config) -> anyhow::Result<ExitCode> {
+    let running = pleroma_server::start(&config)?;
+    eprintln!(
+        "pleroma serve: listening on {} for {} ({}{})",
+        running.addr(),
+        config.database.display(),
+        if config.users.is_some() {
+            "SCRAM-SHA-256 passwords"
+        } else {
+            "loopback, trusted"
+        },
+        if config.tls.is_some() { ", TLS" } else { "" }
+    );
+    running.wait();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `pleroma bench serve`: the server under load (see the server crate's
+/// `bench` module for what it runs and checks).
+#[derive(Parser)]
+#[command(name = "pleroma bench serve")]
+struct BenchServe {
+    /// Invoices in the ledger.
+    #[arg(long, default_value_t = 100_000)]
+    rows: i64,
+    /// Concurrent clients of the load phase.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+    /// Length of the load phase.
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+    /// Calls of the round-trip phase.
+    #[arg(long, default_value_t = 2000)]
+    calls: usize,
+}
+
+fn bench_serve(args: &[String]) -> anyhow::Result<ExitCode> {
+    let a = BenchServe::try_parse_from(args)?;
+    pleroma_server::bench::run(&pleroma_server::bench::BenchOptions {
+        rows: a.rows,
+        clients: a.clients,
+        seconds: a.seconds,
+        calls: a.calls,
+    })
+    .map_err(anyhow::Error::msg)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `pleroma serve --add-user USERS NAME`.
+fn serve_add_user(
+    users: &std::path::Path,
+    name: &std::path::Path,
+    tls: bool,
+) -> anyhow::Result<ExitCode> {
+    let name = name
+        .to_str()
+        .ok_or_else(|| anyhow::anyhow!("the user name is not UTF-8"))?;
+    let password = match std::env::var("PLEROMA_PASSWORD") {
+        Ok(p) => p,
+        Err(_) => {
+            use std::io::IsTerminal;
+            if std::io::stdin().is_terminal() {
+                eprint!("password for {name} (echoed; or set PLEROMA_PASSWORD): ");
+            }
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line)?;
+            line.trim_end_matches(['\n', '\r']).to_owned()
+        }
+    };
+    pleroma_server::add_user(users, name, &password, tls).map_err(anyhow::Error::msg)?;
+    eprintln!(
+        "pleroma serve: wrote the SCRAM-SHA-256 verifier of {name} to {}",
+        users.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `pleroma sql`: like `sqlite3 DB 'SQL' ...`, stopping at the first error.

@@ -1,0 +1,531 @@
+//! One client session: a thread that owns the session's
+//! `pleroma::Connection` (which is `Send` but not `Sync`) and runs its
+//! statements one at a time, in the order the client sent them.
+//!
+//! A panic while running a statement ends that session only: the thread
+//! drops its connection (SQLite rolls back the open transaction) and the
+//! client gets a FATAL error; no lock is shared between sessions here, so
+//! nothing is left poisoned. When the client goes away the job channel
+//! closes, the thread ends and the connection's transaction rolls back.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use pgwire::api::portal::Format;
+use pgwire::api::results::FieldInfo;
+use pgwire::error::ErrorInfo;
+use pgwire::messages::data::DataRow;
+use pgwire::messages::response::TransactionStatus;
+use pleroma::{Connection, Value};
+
+use crate::pg_catalog;
+use crate::settings::{self, Answer, Settings};
+use crate::sqlstate::{error, fatal, from_router};
+use crate::wire::{self, ColType};
+use crate::writers::{Turn, Writers};
+
+/// How long a session waits for its turn to write, like SQLite's busy timeout.
+const WRITE_WAIT: Duration = Duration::from_secs(5);
+
+type Job = Box<dyn FnOnce(&mut Engine) + Send>;
+
+/// The async side's handle on a session thread.
+pub(crate) struct Worker {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Worker {
+    /// Starts the session thread and opens its connection there.
+    pub(crate) async fn start(
+        path: PathBuf,
+        startup: HashMap<String, String>,
+        writers: Arc<Writers>,
+    ) -> Result<Worker, ErrorInfo> {
+        let (jobs, rx) = mpsc::channel::<Job>();
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("pleroma-session".into())
+            .spawn(move || {
+                let opened = Connection::open(&path).and_then(|c| {
+                    c.sqlite()
+                        .busy_timeout(Duration::from_secs(5))
+                        .map_err(pleroma::Error::from)?;
+                    Ok(c)
+                });
+                let mut engine = match opened {
+                    Ok(conn) => {
+                        let _ = ready_tx.send(Ok(()));
+                        Engine::new(conn, &startup, writers)
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(fatal("58030", e.to_string())));
+                        return;
+                    }
+                };
+                while let Ok(job) = rx.recv() {
+                    if catch_unwind(AssertUnwindSafe(|| job(&mut engine))).is_err() {
+                        log!("pleroma serve: a session panicked; it was closed and its transaction rolled back");
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| fatal("53000", format!("cannot start a session thread: {e}")))?;
+        match ready_rx.await {
+            Ok(r) => r.map(|()| Worker { jobs }),
+            Err(_) => Err(fatal("XX000", "the session thread ended while opening")),
+        }
+    }
+
+    /// Runs `f` on the session's thread and waits for its answer.
+    pub(crate) async fn run<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Engine) -> R + Send + 'static,
+    ) -> Result<R, ErrorInfo> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |e| {
+            let _ = tx.send(f(e));
+        });
+        self.jobs
+            .send(job)
+            .map_err(|_| fatal("XX000", "this session has ended after an internal error"))?;
+        rx.await.map_err(|_| {
+            fatal(
+                "XX000",
+                "internal error (a panic) while running the statement; the session is closed \
+                 and its transaction rolled back",
+            )
+        })
+    }
+}
+
+/// How a statement moved the session's transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TxnMove {
+    Stay,
+    Start,
+    End,
+}
+
+/// What one statement answered, ready for the wire.
+#[derive(Clone, Debug)]
+pub(crate) enum Outcome {
+    Rows {
+        fields: Vec<FieldInfo>,
+        rows: Vec<DataRow>,
+        /// "SELECT", or "INSERT 0" for INSERT ... RETURNING and the like.
+        command: String,
+    },
+    Done {
+        tag: String,
+        rows: Option<usize>,
+        txn: TxnMove,
+    },
+    Empty,
+}
+
+/// The columns a statement will return, before it runs.
+pub(crate) struct Described {
+    pub params: usize,
+    pub columns: Vec<(String, ColType)>,
+}
+
+/// The session's state on its thread.
+pub(crate) struct Engine {
+    conn: Connection,
+    settings: Settings,
+    writers: Arc<Writers>,
+    /// Held from the session's first write until it is out of its
+    /// transaction.
+    turn: Option<Turn>,
+}
+
+impl Engine {
+    fn new(conn: Connection, startup: &HashMap<String, String>, writers: Arc<Writers>) -> Engine {
+        Engine {
+            conn,
+            settings: Settings::new(startup),
+            writers,
+            turn: None,
+        }
+    }
+
+    /// Whether a statement may write (then the session queues for its turn).
+    fn writes(&self, sql: &str, words: &[String]) -> bool {
+        let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
+        match w(0) {
+            "SELECT" | "VALUES" | "COMMIT" | "END" | "ROLLBACK" | "SAVEPOINT" | "RELEASE" => false,
+            "BEGIN" => matches!(w(1), "IMMEDIATE" | "EXCLUSIVE"),
+            // Pleroma's PRAGMAs that write its catalog; SQLite prepares any
+            // unknown PRAGMA as a no-op.
+            "PRAGMA" => {
+                let l = sql.to_ascii_lowercase();
+                [
+                    "pleroma_attach",
+                    "pleroma_detach",
+                    "pleroma_rebuild",
+                    "pleroma_limb",
+                ]
+                .iter()
+                .any(|p| l.contains(p))
+            }
+            _ => self
+                .conn
+                .sqlite()
+                .prepare_cached(sql)
+                .is_ok_and(|s| !s.readonly()),
+        }
+    }
+
+    pub(crate) fn in_transaction(&self) -> bool {
+        !self.conn.sqlite().is_autocommit()
+    }
+
+    /// A simple-protocol query: every statement in turn, stopping at the
+    /// first error (which is the last element).
+    pub(crate) fn simple(
+        &mut self,
+        sql: &str,
+        status: TransactionStatus,
+    ) -> Vec<Result<Outcome, ErrorInfo>> {
+        let mut out = Vec::new();
+        let mut status = status;
+        for range in pleroma::split::statements(sql) {
+            let stmt = &sql[range];
+            let r = self.statement(stmt, &[], status, &Format::UnifiedText, None);
+            match &r {
+                Ok(Outcome::Done {
+                    txn: TxnMove::Start,
+                    ..
+                }) => status = TransactionStatus::Transaction,
+                Ok(Outcome::Done {
+                    txn: TxnMove::End, ..
+                }) => status = TransactionStatus::Idle,
+                Err(_) => {
+                    out.push(r);
+                    return out;
+                }
+                _ => {}
+            }
+            out.push(r);
+        }
+        if out.is_empty() {
+            out.push(Ok(Outcome::Empty));
+        }
+        out
+    }
+
+    /// One statement. `types` are the column types the client was told at
+    /// Describe Statement; without them the values decide.
+    pub(crate) fn statement(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        status: TransactionStatus,
+        format: &Format,
+        types: Option<&[ColType]>,
+    ) -> Result<Outcome, ErrorInfo> {
+        let words = leading_words(sql, 3);
+        let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
+        if words.is_empty() {
+            return Ok(Outcome::Empty);
+        }
+        let is_commit = matches!(w(0), "COMMIT" | "END");
+        let is_rollback = w(0) == "ROLLBACK" && !(w(1) == "TO" || w(2) == "TO");
+        // PostgreSQL aborts a transaction at its first error; SQLite keeps
+        // it. Until the client ends it, nothing else runs, and COMMIT rolls
+        // back, as PostgreSQL does.
+        if status == TransactionStatus::Error {
+            if is_commit || is_rollback {
+                if self.in_transaction() {
+                    self.conn
+                        .execute("ROLLBACK", &[])
+                        .map_err(|e| from_router(&e))?;
+                }
+                self.turn = None;
+                return Ok(done("ROLLBACK", None, TxnMove::End));
+            }
+            return Err(error(
+                "25P02",
+                "current transaction is aborted, commands ignored until end of transaction block",
+            ));
+        }
+        if (is_commit || is_rollback) && !self.in_transaction() {
+            // PostgreSQL only warns about COMMIT/ROLLBACK outside a transaction.
+            let tag = if is_commit { "COMMIT" } else { "ROLLBACK" };
+            return Ok(done(tag, None, TxnMove::End));
+        }
+        let mut sql = sql;
+        if w(0) == "START" && w(1) == "TRANSACTION" || w(0) == "BEGIN" && is_pg_txn_mode(w(1)) {
+            if words.iter().any(|x| x == "ONLY") {
+                return Err(error(
+                    "0A000",
+                    "READ ONLY transactions are not supported by pleroma serve",
+                ));
+            }
+            sql = "BEGIN";
+        }
+        if let Some(cmd) = settings::parse(sql) {
+            return match self.settings.run(cmd?)? {
+                Answer::Tag(t) => Ok(done(t, None, TxnMove::Stay)),
+                Answer::Rows(names, rows) => {
+                    let rows: Vec<Vec<Value>> = rows
+                        .into_iter()
+                        .map(|r| r.into_iter().map(Value::Text).collect())
+                        .collect();
+                    let types = vec![ColType::Text; names.len()];
+                    rows_outcome(&names, &rows, &types, format, "SELECT")
+                }
+            };
+        }
+        if let Some(answer) = pg_catalog::answer(self.conn.sqlite(), sql, params) {
+            let rows = answer?;
+            let types: Vec<ColType> = (0..rows.columns.len())
+                .map(|c| ColType::of_values(rows.rows.iter().map(|r| &r[c]), false))
+                .collect();
+            return rows_outcome(&rows.columns, &rows.rows, &types, format, "SELECT");
+        }
+        let rewritten = wire::numbered_placeholders(sql);
+        let sql: &str = &rewritten;
+        let before = self.in_transaction();
+        if self.turn.is_none() && self.writes(sql, &words) {
+            self.turn = Some(self.writers.wait(WRITE_WAIT).ok_or_else(|| {
+                error(
+                    "55P03",
+                    "database is locked: other sessions held the write lock for 5 s",
+                )
+            })?);
+        }
+        let result = self.conn.query(sql, params);
+        let after = self.in_transaction();
+        if !after {
+            self.turn = None;
+        }
+        let rows = result.map_err(|e| from_router(&e))?;
+        let txn = match (before, after) {
+            (false, true) => TxnMove::Start,
+            (true, false) => TxnMove::End,
+            _ => TxnMove::Stay,
+        };
+        if rows.columns.is_empty() {
+            let changes = self.conn.sqlite().changes() as usize;
+            let (tag, n) = match w(0) {
+                "INSERT" | "REPLACE" => ("INSERT 0".to_owned(), Some(changes)),
+                "UPDATE" => ("UPDATE".to_owned(), Some(changes)),
+                "DELETE" => ("DELETE".to_owned(), Some(changes)),
+                "BEGIN" => ("BEGIN".to_owned(), None),
+                "END" => ("COMMIT".to_owned(), None),
+                "CREATE" | "DROP" | "ALTER" => (format!("{} {}", w(0), w(1)), None),
+                other => (other.to_owned(), None),
+            };
+            return Ok(Outcome::Done { tag, rows: n, txn });
+        }
+        let types: Vec<ColType> = match types {
+            Some(t) if t.len() == rows.columns.len() => t.to_vec(),
+            Some(t) => {
+                return Err(error(
+                    "0A000",
+                    format!(
+                        "the statement was described with {} columns but returned {}",
+                        t.len(),
+                        rows.columns.len()
+                    ),
+                ))
+            }
+            None => {
+                let sums = exact_sum_columns(sql, rows.columns.len());
+                (0..rows.columns.len())
+                    .map(|c| ColType::of_values(rows.rows.iter().map(|r| &r[c]), sums[c]))
+                    .collect()
+            }
+        };
+        let command = match w(0) {
+            "INSERT" | "REPLACE" => "INSERT 0",
+            "UPDATE" => "UPDATE",
+            "DELETE" => "DELETE",
+            _ => "SELECT",
+        };
+        rows_outcome(&rows.columns, &rows.rows, &types, format, command)
+    }
+
+    /// The parameters and columns of a statement, without running it, for
+    /// Describe Statement: column types come from SQLite's declared types.
+    pub(crate) fn describe(&mut self, sql: &str) -> Result<Described, ErrorInfo> {
+        let words = leading_words(sql, 2);
+        let w0 = words.first().map(String::as_str).unwrap_or("");
+        if let Some(cmd) = settings::parse(sql) {
+            let columns = match cmd? {
+                settings::Command::Show(Some(name)) => vec![(name, ColType::Text)],
+                settings::Command::Show(None) => vec![
+                    ("name".into(), ColType::Text),
+                    ("setting".into(), ColType::Text),
+                ],
+                _ => vec![],
+            };
+            return Ok(Described { params: 0, columns });
+        }
+        if matches!(
+            w0,
+            "BEGIN" | "START" | "COMMIT" | "END" | "ROLLBACK" | "SAVEPOINT" | "RELEASE"
+        ) || words.is_empty()
+        {
+            return Ok(Described {
+                params: 0,
+                columns: vec![],
+            });
+        }
+        if pg_catalog::is_catalog_query(sql)
+            || (w0 == "PRAGMA" && sql.to_ascii_lowercase().contains("pleroma_"))
+        {
+            return Err(error(
+                "0A000",
+                "pleroma serve cannot describe this statement before it runs (catalog queries and \
+                 PRAGMA pleroma_*): send it with the simple protocol or an unnamed statement",
+            ));
+        }
+        let sql = wire::numbered_placeholders(sql);
+        let stmt = self
+            .conn
+            .sqlite()
+            .prepare_cached(&sql)
+            .map_err(|e| from_router(&pleroma::Error::Sqlite(e)))?;
+        let sums = exact_sum_columns(&sql, stmt.column_count());
+        let columns = stmt
+            .columns()
+            .zip(sums)
+            .map(|(c, s)| (c.name().to_owned(), ColType::of_decl(c.decl_type(), s)))
+            .collect();
+        Ok(Described {
+            params: stmt.parameter_count(),
+            columns,
+        })
+    }
+}
+
+fn done(tag: &str, rows: Option<usize>, txn: TxnMove) -> Outcome {
+    Outcome::Done {
+        tag: tag.to_owned(),
+        rows,
+        txn,
+    }
+}
+
+fn rows_outcome(
+    names: &[String],
+    rows: &[Vec<Value>],
+    types: &[ColType],
+    format: &Format,
+    command: &str,
+) -> Result<Outcome, ErrorInfo> {
+    Ok(Outcome::Rows {
+        fields: wire::fields(names, types, format)?,
+        rows: wire::encode_rows(names, rows, types, format)?,
+        command: command.to_owned(),
+    })
+}
+
+/// `BEGIN ISOLATION LEVEL ...`, `BEGIN READ WRITE`: PostgreSQL's modes,
+/// which SQLite's BEGIN lacks; its transactions are serializable.
+fn is_pg_txn_mode(w: &str) -> bool {
+    matches!(w, "ISOLATION" | "READ" | "NOT" | "WORK" | "TRANSACTION")
+}
+
+/// The first `n` words of a statement, upper-cased, past comments.
+pub(crate) fn leading_words(sql: &str, n: usize) -> Vec<String> {
+    let mut s = sql.trim_start();
+    loop {
+        if let Some(r) = s.strip_prefix("--") {
+            s = r.find('\n').map_or("", |i| &r[i..]).trim_start();
+        } else if let Some(r) = s.strip_prefix("/*") {
+            s = r.find("*/").map_or("", |i| &r[i + 2..]).trim_start();
+        } else {
+            break;
+        }
+    }
+    s.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .take(n)
+        .map(str::to_ascii_uppercase)
+        .collect()
+}
+
+/// Which result columns are a bare `PleromaSumExact(...)` (aliased or not)
+/// in the statement's top-level SELECT list: their integer text goes out as
+/// numeric. Anything the parser does not see that way stays text.
+fn exact_sum_columns(sql: &str, n: usize) -> Vec<bool> {
+    use sqlparser as sp;
+    let mut out = vec![false; n];
+    let Ok(stmts) = sp::parser::Parser::parse_sql(&sp::dialect::SQLiteDialect {}, sql) else {
+        return out;
+    };
+    let Some(sp::ast::Statement::Query(q)) = stmts.first() else {
+        return out;
+    };
+    let sp::ast::SetExpr::Select(sel) = q.body.as_ref() else {
+        return out;
+    };
+    if sel.projection.len() != n {
+        return out;
+    }
+    for (i, item) in sel.projection.iter().enumerate() {
+        let expr = match item {
+            sp::ast::SelectItem::UnnamedExpr(e) => e,
+            sp::ast::SelectItem::ExprWithAlias { expr, .. } => expr,
+            _ => continue,
+        };
+        if let sp::ast::Expr::Function(f) = expr {
+            out[i] = f.name.to_string().eq_ignore_ascii_case("PleromaSumExact");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_panic_ends_its_session_only_and_rolls_its_transaction_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.db");
+        {
+            let mut c = Connection::open(&path).unwrap();
+            c.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t(x INTEGER);")
+                .unwrap();
+        }
+        let writers = Arc::new(Writers::default());
+        let a = Worker::start(path.clone(), HashMap::new(), writers.clone())
+            .await
+            .unwrap();
+        let b = Worker::start(path.clone(), HashMap::new(), writers)
+            .await
+            .unwrap();
+        let idle = TransactionStatus::Idle;
+        a.run(move |e| e.simple("BEGIN; INSERT INTO t VALUES (1)", idle))
+            .await
+            .unwrap();
+        let e = a
+            .run(|_: &mut Engine| -> () { panic!("a bug in a statement") })
+            .await
+            .unwrap_err();
+        assert_eq!(e.severity, "FATAL");
+        assert!(
+            a.run(|e| e.in_transaction()).await.is_err(),
+            "the session is closed"
+        );
+        // The other session writes (the lock was released) and never saw 1.
+        let out = b
+            .run(move |e| {
+                e.simple("INSERT INTO t VALUES (2)", idle);
+                e.conn
+                    .query("SELECT group_concat(x) FROM t", &[])
+                    .unwrap()
+                    .rows
+            })
+            .await
+            .unwrap();
+        assert_eq!(out, [[Value::Text("2".into())]]);
+    }
+}

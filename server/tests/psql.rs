@@ -1,0 +1,190 @@
+//! `psql` (Debian's postgresql-client) against `pleroma serve`: a script of
+//! the ledger queries, a rolled-back and a committed write, then `\dt` and
+//! `\d invoices`, each compared with plain SQLite on the same file.
+
+mod common;
+
+use std::process::Command;
+
+use common::{require, sqlite, Cell, QUERIES};
+
+const NULL: &str = "<null>";
+
+fn psql(port: u16, args: &[&str]) -> String {
+    let psql = require("psql", "apt-get install postgresql-client");
+    let out = Command::new(psql)
+        .args([
+            "-X",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "tester",
+            "-d",
+            "ledger",
+        ])
+        .args(["-p", &port.to_string(), "-P", &format!("null={NULL}")])
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "psql failed: {stderr}\n{stdout}");
+    assert!(stderr.is_empty(), "psql wrote to stderr: {stderr}");
+    stdout
+}
+
+fn cells(line: &str) -> Vec<Cell> {
+    line.split('|')
+        .map(|c| {
+            if c == NULL {
+                Cell::Null
+            } else {
+                Cell::parse(c)
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_psql_script_answers_what_sqlite_answers() {
+    let f = common::fixture();
+    let server = common::serve(&f.db);
+    let port = server.addr().port();
+
+    let mut script = String::new();
+    for q in QUERIES {
+        script.push_str(q);
+        script.push_str(";\n\\echo ---\n");
+    }
+    // A write that rolls back leaves nothing; one in autocommit stays.
+    script.push_str(
+        "BEGIN;\nINSERT INTO invoices(region, status, month, amount_cents) VALUES ('north', 'paid', 202401, 1);\n\
+         ROLLBACK;\nUPDATE invoices SET status = 'paid' WHERE id <= 10;\n",
+    );
+    script.push_str(QUERIES[1]);
+    script.push_str(";\n\\echo ---\n");
+    let path = f.dir.path().join("script.sql");
+    std::fs::write(&path, &script).unwrap();
+    // The queries before the write see the file as it is now.
+    let undo = f.dir.path().join("before.db");
+    common::copy_db(&f.db, &undo);
+    let out = psql(port, &["-A", "-t", "-F", "|", "-f", path.to_str().unwrap()]);
+
+    let blocks: Vec<&str> = out.split("---\n").collect();
+    assert_eq!(blocks.len(), QUERIES.len() + 2, "{out}");
+    for (q, block) in QUERIES.iter().zip(&blocks) {
+        let got: Vec<Vec<Cell>> = block.lines().map(cells).collect();
+        assert_eq!(got, sqlite(&undo, q), "{q}");
+    }
+    let got: Vec<Vec<Cell>> = blocks[QUERIES.len()].lines().map(cells).collect();
+    assert_eq!(got, sqlite(&f.db, QUERIES[1]), "after the update");
+    assert_eq!(
+        sqlite(
+            &f.db,
+            "SELECT COUNT(*) FROM invoices WHERE amount_cents = 1"
+        ),
+        sqlite(
+            &undo,
+            "SELECT COUNT(*) FROM invoices WHERE amount_cents = 1"
+        ),
+        "the rolled-back insert left nothing"
+    );
+}
+
+#[test]
+fn psql_describes_tables_from_sqlites_schema() {
+    let f = common::fixture();
+    let server = common::serve(&f.db);
+    let port = server.addr().port();
+
+    let out = psql(port, &["-A", "-F", "|", "-c", "\\dt"]);
+    let names: Vec<String> = out
+        .lines()
+        .filter(|l| l.starts_with("public|"))
+        .map(|l| l.split('|').nth(1).unwrap().to_owned())
+        .collect();
+    let want: Vec<String> = sqlite(
+        &f.db,
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+    )
+    .into_iter()
+    .map(|r| match &r[0] {
+        Cell::Text(s) => s.clone(),
+        c => panic!("{c:?}"),
+    })
+    .collect();
+    assert!(want.contains(&"invoices".to_owned()));
+    assert_eq!(names, want, "{out}");
+
+    let out = psql(port, &["-A", "-F", "|", "-c", "\\d invoices"]);
+    assert!(out.contains("Table \"public.invoices\""), "{out}");
+    let lines: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Column|"))
+        .skip(1)
+        .collect();
+    let want = sqlite(
+        &f.db,
+        "SELECT name, type, CASE WHEN \"notnull\" THEN 'not null' ELSE '' END, COALESCE(dflt_value, '') \
+         FROM pragma_table_info('invoices') ORDER BY cid",
+    );
+    assert_eq!(lines.len(), want.len(), "{out}");
+    for (line, w) in lines.iter().zip(&want) {
+        let c: Vec<&str> = line.split('|').collect();
+        // Column | Type | Collation | Nullable | Default
+        let got = vec![
+            Cell::parse(c[0]),
+            Cell::parse(c[1]),
+            Cell::parse(c[3]),
+            Cell::parse(c[4]),
+        ];
+        assert_eq!(&got, w, "{out}");
+    }
+}
+
+#[test]
+fn an_error_in_psql_carries_sqlites_message_and_sqlstate() {
+    let f = common::fixture();
+    let server = common::serve(&f.db);
+    let psql = require("psql", "apt-get install postgresql-client");
+    let out = Command::new(psql)
+        .args([
+            "-X",
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "t",
+            "-d",
+            "ledger",
+            "-v",
+            "VERBOSITY=verbose",
+        ])
+        .args(["-p", &server.addr().port().to_string()])
+        .args([
+            "-c",
+            "\\set VERBOSITY verbose",
+            "-c",
+            "SELECT * FROM no_such",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("42P01") && stderr.contains("no such table: no_such"),
+        "{stderr}"
+    );
+
+    // A catalog query it does not emulate is declined, not answered empty.
+    let out = Command::new(require("psql", "apt-get install postgresql-client"))
+        .args(["-X", "-h", "127.0.0.1", "-U", "t", "-d", "ledger"])
+        .args(["-p", &server.addr().port().to_string(), "-c", "\\di"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!out.status.success());
+    assert!(stderr.contains("does not list indexes"), "{stderr}");
+}
