@@ -134,12 +134,17 @@ pub fn run(rows: u64, opts: &Options) -> Result<Outcome> {
         "## §8 open: first plane answer in a new process, {rows} rows\n\n\
          | arm | open → answer (ms, median of {RUNS}) | whole process (ms) | route |\n|---|---:|---:|---|\n"
     );
-    for (arm, file) in [("persisted", &persisted), ("rebuild", &rebuild), ("sqlite", &base)] {
+    for (arm, file) in [
+        ("persisted", &persisted),
+        ("rebuild", &rebuild),
+        ("sqlite", &base),
+    ] {
         let mut inside = Vec::new();
         let mut whole = Vec::new();
         let mut route = String::new();
         for _ in 0..RUNS {
-            let (ms, w, r, a) = run_probe(if arm == "sqlite" { "sqlite" } else { "pleroma" }, file)?;
+            let (ms, w, r, a) =
+                run_probe(if arm == "sqlite" { "sqlite" } else { "pleroma" }, file)?;
             if a != want {
                 report
                     .mismatches
@@ -168,7 +173,10 @@ pub fn run(rows: u64, opts: &Options) -> Result<Outcome> {
             ))
             .output()?;
         if !st.status.success() {
-            bail!("the writer process: {}", String::from_utf8_lossy(&st.stderr));
+            bail!(
+                "the writer process: {}",
+                String::from_utf8_lossy(&st.stderr)
+            );
         }
         let start = Instant::now();
         let got = c.query(QUERY, &[])?;
@@ -198,7 +206,9 @@ pub fn run(rows: u64, opts: &Options) -> Result<Outcome> {
     };
     let f = median(follow);
     report.figures.insert("follow_ms".into(), f);
-    report.figures.insert("follow_rebuilds".into(), rebuilds as f64);
+    report
+        .figures
+        .insert("follow_rebuilds".into(), rebuilds as f64);
     md += &format!(
         "\nAfter a one-row commit by another Pleroma process: next plane answer here {f:.3} ms \
          (median of {RUNS}), rebuilds {rebuilds}.\n"

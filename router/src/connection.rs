@@ -137,9 +137,13 @@ impl Connection {
     }
 
     /// The underlying rusqlite connection, for anything Pleroma does not wrap.
-    /// Writes made through it still reach the planes (the hook sees them), but
-    /// transaction control through it bypasses Pleroma's bookkeeping: use
-    /// [`Connection::execute`] for BEGIN/COMMIT/ROLLBACK/SAVEPOINT.
+    /// Reads are fine. A write through it to a table whose plane is
+    /// persisted (the default for a file) is refused by the plane's guard,
+    /// since it would commit without the planes' state row; with `PRAGMA
+    /// pleroma_persist = off` such writes still reach the planes (the hook
+    /// sees them). Transaction control through it bypasses Pleroma's
+    /// bookkeeping: use [`Connection::execute`] for
+    /// BEGIN/COMMIT/ROLLBACK/SAVEPOINT.
     pub fn sqlite(&self) -> &rusqlite::Connection {
         &self.db
     }
@@ -315,6 +319,7 @@ impl Connection {
                 return self.run_engine(sql, params, want_rows);
             }
             let r = exec(&self.db, sql, params, want_rows);
+            self.note_changes(sql);
             if txn::kind_of(sql).is_schema_change() {
                 self.forget_plans();
             }
@@ -853,6 +858,10 @@ impl Connection {
             && crate::mutation::active("persist_rolled_back")
             && crate::ffi::writing(&self.db))
         .then(|| self.lock().snapshots());
+        if !was_auto && self.persisted.on && is_alter(sql) && !self.lock().is_empty() {
+            // Put back by the transaction's state row at its commit.
+            persist::drop_guards(&self.db)?;
+        }
         // A statement that may end in a commit: a reader that sees it
         // before it is published waits for the publish instead of
         // rebuilding. Marked whether or not the file is shared now (asked
@@ -1062,6 +1071,11 @@ impl Connection {
                 self.forget_plans();
             }
             self.data_version = v;
+        }
+        if is_alter(sql) {
+            if let Err(e) = persist::drop_guards(&self.db) {
+                return self.abandon_wrap(Err(e.into()));
+            }
         }
         self.lock().begin_statement(true);
         let result = exec(&self.db, sql, params, want_rows);
@@ -1456,6 +1470,13 @@ impl Connection {
             self.last_changes = self.db.changes();
         }
     }
+}
+
+/// `ALTER TABLE …`: it may drop or rename a column a guard uses.
+fn is_alter(sql: &str) -> bool {
+    sql.trim_start()
+        .get(..5)
+        .is_some_and(|w| w.eq_ignore_ascii_case("ALTER"))
 }
 
 fn fail_possible(db: &rusqlite::Connection, sql: &str) -> bool {

@@ -135,6 +135,8 @@ pub(crate) struct Persisted {
     pub seq: Option<i64>,
     /// `schema_version` recorded with that row.
     pub schema_version: i64,
+    /// The fingerprint of the schema recorded with it ([`schema_hash`]).
+    pub schema_hash: i64,
     /// The planes at `seq`, by definition.
     base: Vec<(PlaneDef, Snapshot)>,
     /// Deltas since the last checkpoint, their bytes, the checkpoint's.
@@ -148,6 +150,7 @@ pub(crate) struct Persisted {
 struct Pending {
     seq: i64,
     schema_version: i64,
+    schema_hash: i64,
     base: Vec<(PlaneDef, Snapshot)>,
     checkpoint: bool,
     bytes: usize,
@@ -158,6 +161,7 @@ struct Pending {
 pub(crate) struct Mark {
     pub seq: Option<i64>,
     pub schema_version: i64,
+    pub schema_hash: i64,
 }
 
 impl Persisted {
@@ -173,6 +177,7 @@ impl Persisted {
         Mark {
             seq: self.seq,
             schema_version: self.schema_version,
+            schema_hash: self.schema_hash,
         }
     }
 
@@ -181,6 +186,7 @@ impl Persisted {
     pub fn adopted(&mut self, m: Mark, planes: &Planes) {
         self.seq = m.seq;
         self.schema_version = m.schema_version;
+        self.schema_hash = m.schema_hash;
         self.base = bases(planes);
         self.pending = None;
     }
@@ -198,6 +204,7 @@ impl Persisted {
         if let Some(p) = self.pending.take() {
             self.seq = Some(p.seq);
             self.schema_version = p.schema_version;
+            self.schema_hash = p.schema_hash;
             self.base = p.base;
             if p.checkpoint {
                 self.deltas = 0;
@@ -231,6 +238,9 @@ pub(crate) struct View {
     def: PlaneDef,
     plane: Plane,
     out_of_service: Option<String>,
+    /// Out of service by a schema change: its columns may be gone, so it
+    /// has no guard (its image is marked out of service, never trusted).
+    broken: bool,
 }
 
 /// The planes, for [`persist`].
@@ -242,6 +252,7 @@ pub(crate) fn views(planes: &Planes) -> Vec<View> {
             def: e.def.clone(),
             plane: e.plane.clone(),
             out_of_service: e.out_of_service(),
+            broken: e.broken.is_some(),
         })
         .collect()
 }
@@ -325,6 +336,31 @@ fn decode_body(b: &[u8]) -> Result<Vec<(String, Image)>, Rebuild> {
     Ok(out)
 }
 
+/// A fingerprint of the schema: CRC-32 of every object's type, name,
+/// table, root page and SQL. The online backup API moves the copy's
+/// `schema_version` (so its readers reload the schema) but copies this
+/// exactly; DDL outside Pleroma changes it (a re-created object gets its
+/// text back, but not, in general, its root page).
+pub(crate) fn schema_hash(db: &rusqlite::Connection) -> rusqlite::Result<i64> {
+    let mut h = crc32fast::Hasher::new();
+    let mut stmt = db.prepare_cached(
+        "SELECT type, name, tbl_name, rootpage, sql FROM main.sqlite_schema ORDER BY name, type",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        for i in 0..5 {
+            match r.get_ref(i)? {
+                rusqlite::types::ValueRef::Integer(n) => h.update(&n.to_le_bytes()),
+                rusqlite::types::ValueRef::Text(t) => h.update(t),
+                _ => h.update(b"\0null"),
+            }
+            h.update(b"\x1f");
+        }
+        h.update(b"\n");
+    }
+    Ok(i64::from(h.finalize()))
+}
+
 pub(crate) fn schema_version(db: &rusqlite::Connection) -> rusqlite::Result<i64> {
     db.prepare_cached("PRAGMA main.schema_version")?
         .query_row([], |r| r.get(0))
@@ -378,7 +414,10 @@ fn guards_needed<'a>(defs: impl Iterator<Item = &'a PlaneDef>) -> Vec<(String, S
         .filter(|(_, cs)| !cs.is_empty())
         .map(|(t, cs)| guard_of(t, cs))
         .collect();
-    out.push(guard_of(STATE, &["seq", "kind", "schema_version", "body"]));
+    out.push(guard_of(
+        STATE,
+        &["seq", "kind", "schema_version", "schema_hash", "body"],
+    ));
     out
 }
 
@@ -387,9 +426,9 @@ fn guards_needed<'a>(defs: impl Iterator<Item = &'a PlaneDef>) -> Vec<(String, S
 fn ensure_schema(db: &rusqlite::Connection, views: &[View]) -> rusqlite::Result<()> {
     db.execute_batch(&format!(
         "CREATE TABLE IF NOT EXISTS main.{STATE}(seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, \
-         schema_version INTEGER NOT NULL, body BLOB NOT NULL)"
+         schema_version INTEGER NOT NULL, schema_hash INTEGER NOT NULL, body BLOB NOT NULL)"
     ))?;
-    for (name, sql) in guards_needed(views.iter().map(|v| &v.def)) {
+    for (name, sql) in guards_needed(views.iter().filter(|v| !v.broken).map(|v| &v.def)) {
         match object_sql(db, &name)? {
             Some(Some(s)) if s == sql => continue,
             Some(_) => db.execute_batch(&format!("DROP INDEX main.{}", quote(&name)))?,
@@ -404,7 +443,13 @@ fn ensure_schema(db: &rusqlite::Connection, views: &[View]) -> rusqlite::Result<
 
 /// Whether every guard is in place as Pleroma wrote it.
 fn guards_ok(db: &rusqlite::Connection, planes: &Planes) -> rusqlite::Result<bool> {
-    for (name, sql) in guards_needed(planes.entries.iter().map(|e| &e.def)) {
+    for (name, sql) in guards_needed(
+        planes
+            .entries
+            .iter()
+            .filter(|e| e.broken.is_none())
+            .map(|e| &e.def),
+    ) {
         let stored = object_sql(db, &name)?.flatten();
         let want = sql.replacen("CREATE INDEX ", "CREATE INDEX main.", 1);
         if stored.as_deref() != Some(sql.as_str()) && stored.as_deref() != Some(want.as_str()) {
@@ -412,6 +457,23 @@ fn guards_ok(db: &rusqlite::Connection, planes: &Planes) -> rusqlite::Result<boo
         }
     }
     Ok(true)
+}
+
+/// Before an `ALTER TABLE`: drop every guard (SQLite refuses to drop or
+/// rename a column an index uses). The state row of the transaction puts
+/// them back for every plane still in service.
+pub(crate) fn drop_guards(db: &rusqlite::Connection) -> rusqlite::Result<()> {
+    let guards: Vec<String> = db
+        .prepare_cached(
+            "SELECT name FROM main.sqlite_schema WHERE type = 'index' \
+             AND name LIKE 'pleroma\\_guard\\_%' ESCAPE '\\' AND tbl_name <> 'pleroma_state'",
+        )?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for g in guards {
+        db.execute_batch(&format!("DROP INDEX main.{}", quote(&g)))?;
+    }
+    Ok(())
 }
 
 /// Drop the guard of a table that no longer has a plane.
@@ -447,6 +509,7 @@ struct StateRow {
     seq: i64,
     kind: String,
     schema_version: i64,
+    schema_hash: i64,
     body: Vec<u8>,
 }
 
@@ -464,19 +527,20 @@ fn read_rows(db: &rusqlite::Connection, after: Option<i64>) -> rusqlite::Result<
             seq: r.get(0)?,
             kind: r.get(1)?,
             schema_version: r.get(2)?,
-            body: r.get(3)?,
+            schema_hash: r.get(3)?,
+            body: r.get(4)?,
         })
     };
     let rows = match after {
         Some(s) => db
             .prepare_cached(&format!(
-                "SELECT seq, kind, schema_version, body FROM main.{STATE} WHERE seq > ?1 ORDER BY seq"
+                "SELECT seq, kind, schema_version, schema_hash, body FROM main.{STATE} WHERE seq > ?1 ORDER BY seq"
             ))?
             .query_map([s], map)?
             .collect::<rusqlite::Result<Vec<_>>>()?,
         None => db
             .prepare_cached(&format!(
-                "SELECT seq, kind, schema_version, body FROM main.{STATE} WHERE seq >= \
+                "SELECT seq, kind, schema_version, schema_hash, body FROM main.{STATE} WHERE seq >= \
                  (SELECT max(seq) FROM main.{STATE} WHERE kind = '{CHECKPOINT}') ORDER BY seq"
             ))?
             .query_map([], map)?
@@ -569,7 +633,7 @@ pub(crate) fn open(
     }
     let mut planes = Planes::default();
     planes.entries = entries;
-    verify(db, &planes, last.schema_version)?;
+    verify(db, &planes, last.schema_version, last.schema_hash)?;
     for e in &mut planes.entries {
         if let Err(reason) = catalog::resolve_columns(db, e) {
             e.broken = Some(reason);
@@ -577,6 +641,7 @@ pub(crate) fn open(
     }
     p.seq = Some(last.seq);
     p.schema_version = last.schema_version;
+    p.schema_hash = last.schema_hash;
     p.base = bases(&planes);
     p.pending = None;
     p.deltas = rows.len() - 1;
@@ -588,11 +653,18 @@ pub(crate) fn open(
 /// The checks that make a state current for the rows: no schema change
 /// outside Pleroma since the last row, every guard in place, no table
 /// emptied outside Pleroma.
-fn verify(db: &rusqlite::Connection, planes: &Planes, recorded: i64) -> Result<(), Untrusted> {
+fn verify(
+    db: &rusqlite::Connection,
+    planes: &Planes,
+    recorded: i64,
+    recorded_hash: i64,
+) -> Result<(), Untrusted> {
     if crate::mutation::active("plain_write_ignored") {
         return Ok(());
     }
-    if schema_version(db)? != recorded {
+    // The same version: no DDL since. Another version with the same
+    // fingerprint: a copy made by the backup API (which moves the version).
+    if schema_version(db)? != recorded && schema_hash(db)? != recorded_hash {
         return Err(Rebuild::SchemaOutside.into());
     }
     if !guards_ok(db, planes)? {
@@ -646,7 +718,7 @@ pub(crate) fn follow(
             stats: EntryStats::default(),
         })
         .collect();
-    let mut last = (seq, p.schema_version);
+    let mut last = (seq, p.schema_version, p.schema_hash);
     let skip = crate::mutation::active("skip_log_entry");
     for (i, r) in rows.iter().enumerate() {
         if r.seq != last.0 + 1 {
@@ -655,9 +727,9 @@ pub(crate) fn follow(
         if !(skip && i == 0) {
             apply_body(&mut work.entries, &r.body, false)?;
         }
-        last = (r.seq, r.schema_version);
+        last = (r.seq, r.schema_version, r.schema_hash);
     }
-    verify(db, &work, last.1)?;
+    verify(db, &work, last.1, last.2)?;
     let schema_moved = last.1 != p.schema_version;
     let changed = !rows.is_empty();
     for (e, w) in planes.entries.iter_mut().zip(work.entries) {
@@ -670,6 +742,7 @@ pub(crate) fn follow(
     p.delta_bytes += rows.iter().map(|r| r.body.len()).sum::<usize>();
     p.seq = Some(last.0);
     p.schema_version = last.1;
+    p.schema_hash = last.2;
     p.base = bases(planes);
     Ok(Followed::Applied { schema_moved })
 }
@@ -686,10 +759,18 @@ pub(crate) fn persist(
 ) -> rusqlite::Result<()> {
     p.pending = None;
     let fresh = !has_state(db)?;
-    if fresh || force_checkpoint || p.seq.is_none() {
+    let sv0 = schema_version(db)?;
+    if fresh || force_checkpoint || p.seq.is_none() || sv0 != p.schema_version {
+        // A schema change (ours, or one since the state) may have dropped
+        // or renamed a guard: put every guard back as it must be.
         ensure_schema(db, views)?;
     }
     let sv = schema_version(db)?;
+    let hash = if p.seq.is_some() && sv == p.schema_version {
+        p.schema_hash
+    } else {
+        schema_hash(db)?
+    };
     let same_planes =
         p.base.len() == views.len() && p.base.iter().zip(views).all(|((d, _), v)| *d == v.def);
     let big = p.deltas >= COMPACT_DELTAS || p.delta_bytes > p.checkpoint_bytes.max(1 << 16);
@@ -739,12 +820,14 @@ pub(crate) fn persist(
     }
     let kind = if checkpoint { CHECKPOINT } else { DELTA };
     db.prepare_cached(&format!(
-        "INSERT OR REPLACE INTO main.{STATE}(seq, kind, schema_version, body) VALUES (?1, ?2, ?3, ?4)"
+        "INSERT OR REPLACE INTO main.{STATE}(seq, kind, schema_version, schema_hash, body) \
+         VALUES (?1, ?2, ?3, ?4, ?5)"
     ))?
-    .execute(rusqlite::params![seq, kind, sv, body])?;
+    .execute(rusqlite::params![seq, kind, sv, hash, body])?;
     p.pending = Some(Pending {
         seq,
         schema_version: sv,
+        schema_hash: hash,
         base: views
             .iter()
             .map(|v| (v.def.clone(), v.plane.snapshot()))

@@ -405,10 +405,19 @@ fn a_backup_taken_while_a_writer_runs_opens_exact_without_a_rebuild() {
             .arg(format!(".backup '{}'", copy.display()))
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     assert!(w.wait().unwrap().success());
     let mut c = Connection::open(&copy).unwrap();
     check_all(&mut c, &copy);
-    assert_eq!(planes_col(&mut c, "rebuilds"), int(0), "{:?}", planes_col(&mut c, "last_rebuild"));
+    assert_eq!(
+        planes_col(&mut c, "rebuilds"),
+        int(0),
+        "{:?}",
+        planes_col(&mut c, "last_rebuild")
+    );
 }

@@ -3,7 +3,8 @@
 //! query `sqlite_schema` on the plain SQLite connection, as `sqlite3` does,
 //! so Pleroma's own catalog tables (`pleroma_catalog`, `pleroma_limbs`) are
 //! dumped like any other table and a copy rebuilt from the dump brings the
-//! planes back when Pleroma opens it.
+//! planes back when Pleroma opens it. The persisted state and its guards
+//! are left out (see `NOT_PERSISTED`).
 
 use std::ffi::CString;
 use std::io::{self, Write};
@@ -11,6 +12,13 @@ use std::io::{self, Write};
 use pleroma::rusqlite::{self, types::ValueRef};
 
 type Result<T> = std::result::Result<T, String>;
+
+/// `.dump` leaves out the persisted planes' state and guards (the only
+/// difference from `sqlite3`'s dump of the same file): the script then loads
+/// into plain SQLite, and Pleroma, opening the copy, rebuilds the planes from
+/// the catalog and persists them again.
+const NOT_PERSISTED: &str =
+    "name <> 'pleroma_state' AND name NOT LIKE 'pleroma\\_guard\\_%' ESCAPE '\\'";
 
 fn sql_err(e: rusqlite::Error) -> String {
     e.to_string()
@@ -52,7 +60,7 @@ pub(crate) fn dump(
     let mut errors = Vec::new();
     let tables = format!(
         "SELECT name, type, sql FROM sqlite_schema AS o WHERE ({like}) AND type=='table' \
-         AND sql NOT NULL ORDER BY tbl_name='sqlite_sequence', rowid"
+         AND sql NOT NULL AND {NOT_PERSISTED} ORDER BY tbl_name='sqlite_sequence', rowid"
     );
     let mut writable_schema = false;
     match rows3(db, &tables) {
@@ -69,7 +77,7 @@ pub(crate) fn dump(
     if !opts.data_only {
         let rest = format!(
             "SELECT sql FROM sqlite_schema AS o WHERE ({like}) AND sql NOT NULL \
-             AND type IN ('index','trigger','view')"
+             AND type IN ('index','trigger','view') AND {NOT_PERSISTED}"
         );
         match column0(db, &rest) {
             Ok(list) => {
