@@ -1148,6 +1148,10 @@ impl Connection {
     /// working copy lacks it: rebuild it from the table first (inside the
     /// transaction, so with this transaction's own rows).
     fn persist_in_txn(&mut self) -> Result<()> {
+        if !self.persisted.on {
+            // Turned off (here, or by another connection just followed).
+            return Ok(());
+        }
         let v = self.read_data_version()?;
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         if v != self.data_version {

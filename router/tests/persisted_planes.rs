@@ -421,3 +421,43 @@ fn a_backup_taken_while_a_writer_runs_opens_exact_without_a_rebuild() {
         planes_col(&mut c, "last_rebuild")
     );
 }
+
+#[test]
+fn persistence_turned_off_and_on_elsewhere_is_followed() {
+    let (_d, path) = new_db();
+    let mut a = Connection::open(&path).unwrap();
+    check_all(&mut a, &path);
+    let mut b = Connection::open(&path).unwrap();
+    b.execute_batch("PRAGMA pleroma_persist = off").unwrap();
+    drop(b);
+    // `a` follows the setting: its write persists nothing, and no guard
+    // comes back, so a plain program can write.
+    a.execute(
+        "INSERT INTO ev(device, country, cents) VALUES ('web', 'fr', 5)",
+        &[],
+    )
+    .unwrap();
+    check_all(&mut a, &path);
+    let plain = rusqlite::Connection::open(&path).unwrap();
+    plain
+        .execute_batch("INSERT INTO ev(device, country, cents) VALUES ('web', 'fr', 6)")
+        .unwrap();
+    check_all(&mut a, &path);
+    assert_eq!(
+        a.query("PRAGMA pleroma_persist", &[]).unwrap().rows,
+        vec![vec![text("off")]]
+    );
+    // Turned on again elsewhere: `a`'s next write is refused once (it would
+    // commit without the state row), and it persists from then on.
+    let mut b = Connection::open(&path).unwrap();
+    b.execute_batch("PRAGMA pleroma_persist = on").unwrap();
+    drop(b);
+    let w = "INSERT INTO ev(device, country, cents) VALUES ('ios', 'de', 7)";
+    let e = a.execute(w, &[]).unwrap_err();
+    assert!(e.to_string().contains("pleroma_guard"), "{e}");
+    a.execute(w, &[]).unwrap();
+    check_all(&mut a, &path);
+    let mut fresh = Connection::open(&path).unwrap();
+    check_all(&mut fresh, &path);
+    assert_eq!(planes_col(&mut fresh, "rebuilds"), int(0));
+}
