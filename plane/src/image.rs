@@ -379,25 +379,7 @@ impl Plane {
         }
         let st = Arc::make_mut(&mut self.state);
         // Codes of the image's values here, adding the new ones.
-        let mut maps: Vec<Vec<Code>> = Vec::with_capacity(nd);
-        for (d, vals) in img.dims.iter().enumerate() {
-            let mut map = Vec::with_capacity(vals.len());
-            for v in vals {
-                let code = match st.dicts[d].code(v) {
-                    Some(c) => c,
-                    None => match st.push_value(d, v.as_ref()) {
-                        Ok(c) => c,
-                        Err(e) => {
-                            st.fit_layout();
-                            return Err(st.fail(e));
-                        }
-                    },
-                };
-                map.push(code);
-            }
-            maps.push(map);
-        }
-        st.fit_layout();
+        let maps = st.codes_of(img.dims.iter().map(Vec::as_slice))?;
         for c in &img.cells {
             if let Err(why) = crate::cells::check_cell(c.count, c.stats.as_slice(), m) {
                 return Err(st.fail(PlaneError::Invariant(format!("persisted image: {why}"))));

@@ -83,6 +83,35 @@ impl State {
         Ok(Arc::make_mut(&mut self.dicts[d]).push(v))
     }
 
+    /// This plane's code of every value in `dims` (one list per
+    /// dimension), adding the values it has not seen, then fitting the
+    /// layout. A value past the cap faults the plane.
+    pub(crate) fn codes_of<'a>(
+        &mut self,
+        dims: impl Iterator<Item = &'a [DimValue]>,
+    ) -> Result<Vec<Vec<Code>>, PlaneError> {
+        let mut maps = Vec::new();
+        for (d, vals) in dims.enumerate() {
+            let mut map = Vec::with_capacity(vals.len());
+            for v in vals {
+                let code = match self.dicts[d].code(v) {
+                    Some(c) => c,
+                    None => match self.push_value(d, v.as_ref()) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            self.fit_layout();
+                            return Err(self.fail(e));
+                        }
+                    },
+                };
+                map.push(code);
+            }
+            maps.push(map);
+        }
+        self.fit_layout();
+        Ok(maps)
+    }
+
     /// Re-pack the cells if a dictionary outgrew its bits. Every total is
     /// carried over: a re-pack moves cells, it never merges two of them.
     pub(crate) fn fit_layout(&mut self) {
@@ -533,25 +562,7 @@ impl Plane {
             st.fault = Some(Arc::clone(reason));
             return Err(PlaneError::OutOfService(reason.to_string()));
         }
-        let mut maps = Vec::with_capacity(o.dicts.len());
-        for (d, od) in o.dicts.iter().enumerate() {
-            let mut map = Vec::with_capacity(od.len());
-            for v in od.values() {
-                let code = match st.dicts[d].code(v) {
-                    Some(c) => c,
-                    None => match st.push_value(d, v.as_ref()) {
-                        Ok(c) => c,
-                        Err(e) => {
-                            st.fit_layout();
-                            return Err(st.fail(e));
-                        }
-                    },
-                };
-                map.push(code);
-            }
-            maps.push(map);
-        }
-        st.fit_layout();
+        let maps = st.codes_of(o.dicts.iter().map(|d| d.values()))?;
         let layout = Arc::clone(&st.layout);
         let nonempty = &mut st.nonempty;
         let cells = &mut st.cells;
