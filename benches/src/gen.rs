@@ -100,12 +100,25 @@ pub fn cached_db(
     Ok(path)
 }
 
-/// Remove a plane catalog an interrupted run may have left in a cached file,
-/// so that the `engine` arm really has no plane.
+/// Remove what a plane arm may have left in a cached file (its catalog, its
+/// persisted state and the guard indexes that refuse plain SQLite writers),
+/// so that the `engine` arm really has no plane and the `sqlite` arm can
+/// write.
 pub fn scrub(path: &Path) -> Result<()> {
     let conn = rusqlite::Connection::open(path)?;
+    let guards: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_schema WHERE type = 'index' \
+             AND name LIKE 'pleroma\\_guard\\_%' ESCAPE '\\'",
+        )?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for g in guards {
+        conn.execute_batch(&format!("DROP INDEX \"{}\"", g.replace('"', "\"\"")))?;
+    }
     conn.execute_batch(
-        "DROP TABLE IF EXISTS pleroma_catalog; DROP TABLE IF EXISTS pleroma_limbs;",
+        "DROP TABLE IF EXISTS pleroma_catalog; DROP TABLE IF EXISTS pleroma_limbs;
+         DROP TABLE IF EXISTS pleroma_state; DROP TABLE IF EXISTS pleroma_settings;",
     )?;
     Ok(())
 }
