@@ -21,6 +21,7 @@ use crate::rules::answer_from_cells::{self, Outcome};
 use crate::rules::answer_from_limb;
 use crate::rules::answer_with_residue;
 use crate::split::split_statements;
+use crate::tokenize;
 use crate::txn::{self, StmtKind, TxnState};
 use crate::user_counters::UserCounters;
 use crate::{Error, Result};
@@ -165,6 +166,14 @@ impl Connection {
     /// does see). The SQL function `changes()` gives the same.
     pub fn changes(&self) -> u64 {
         self.last_changes
+    }
+
+    /// Rows changed by the user's statements since the connection opened,
+    /// as SQLite's `sqlite3_total_changes()` would count them without
+    /// Pleroma's own state and catalog rows. The SQL function
+    /// `total_changes()` gives the same.
+    pub fn total_changes(&self) -> u64 {
+        self.user_counters.total_changes(&self.db)
     }
 
     /// Served and declined counts since the connection opened.
@@ -1005,14 +1014,9 @@ impl Connection {
         if !self.persisted.on || !matches!(kind, StmtKind::Other | StmtKind::Schema) {
             return false;
         }
-        let first = sql
-            .trim_start()
-            .split(|c: char| !c.is_ascii_alphabetic())
-            .next()
-            .unwrap_or("");
         if ["VACUUM", "ATTACH", "DETACH", "PRAGMA"]
             .iter()
-            .any(|w| first.eq_ignore_ascii_case(w))
+            .any(|w| tokenize::starts_with_keyword(sql, w))
         {
             return false;
         }
@@ -1478,9 +1482,7 @@ impl Connection {
 
 /// `ALTER TABLE …`: it may drop or rename a column a guard uses.
 fn is_alter(sql: &str) -> bool {
-    sql.trim_start()
-        .get(..5)
-        .is_some_and(|w| w.eq_ignore_ascii_case("ALTER"))
+    tokenize::starts_with_keyword(sql, "ALTER")
 }
 
 fn fail_possible(db: &rusqlite::Connection, sql: &str) -> bool {

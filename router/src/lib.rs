@@ -36,6 +36,7 @@ mod rows;
 mod rules;
 pub mod split;
 mod sum_exact;
+pub mod tokenize;
 mod txn;
 mod user_counters;
 

@@ -10,6 +10,7 @@
 //! PRAGMA pleroma_persist [= on | off]
 //! ```
 
+use crate::tokenize::{self, Kind};
 use crate::RouteMode;
 
 #[derive(Debug, PartialEq, Eq)]
@@ -58,17 +59,19 @@ impl Pragma {
 /// `None`: not a Pleroma PRAGMA (SQLite runs it). `Some(Err)`: a malformed
 /// one, with a message that names the problem.
 pub(crate) fn parse(sql: &str) -> Option<Result<Pragma, String>> {
-    let s = sql.trim().trim_end_matches(';').trim_end();
-    let rest = strip_word(s, "pragma")?;
-    let rest = rest.trim_start();
-    let name_end = rest
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .unwrap_or(rest.len());
-    let name = rest[..name_end].to_ascii_lowercase();
+    // Read as SQLite's tokenizer reads it: comments anywhere, a `;` at the end.
+    let mut code = tokenize::code(sql).filter(|t| t.kind != Kind::Semi);
+    if !code.next()?.is("pragma") {
+        return None;
+    }
+    let word = code.next().filter(|t| t.kind == Kind::Word)?;
+    let name = word.text.to_ascii_lowercase();
     if !name.starts_with("pleroma_") {
         return None;
     }
-    let tail = rest[name_end..].trim();
+    let from = word.start + word.text.len();
+    let to = code.last().map_or(from, |t| t.start + t.text.len());
+    let tail = sql[from..to].trim();
     Some(parse_named(&name, tail))
 }
 
@@ -172,15 +175,6 @@ fn mode(name: &str, v: &str) -> Result<RouteMode, String> {
         other => Err(format!(
             "{name}: unknown mode '{other}' (expected auto, engine or plane)"
         )),
-    }
-}
-
-fn strip_word<'a>(s: &'a str, word: &str) -> Option<&'a str> {
-    let head = s.get(..word.len())?;
-    if head.eq_ignore_ascii_case(word) && s[word.len()..].starts_with(|c: char| c.is_whitespace()) {
-        Some(&s[word.len()..])
-    } else {
-        None
     }
 }
 

@@ -33,41 +33,16 @@ pub(crate) fn split_statements(sql: &str) -> Vec<&str> {
 /// such lines instead of waiting for a `;` after them).
 pub fn is_blank(text: &str) -> bool {
     // Inside an open `/* ...` a `;` is no terminator: not complete.
-    !has_code(text) && is_complete(&format!("{text}\n;"))
+    !crate::tokenize::has_code(text) && is_complete(&format!("{text}\n;"))
 }
 
 fn push(out: &mut Vec<Range<usize>>, sql: &str, r: Range<usize>) {
     let piece = &sql[r.clone()];
-    if has_code(piece) {
+    if crate::tokenize::has_code(piece) {
         let lead = piece.len() - piece.trim_start().len();
         let trail = piece.len() - piece.trim_end().len();
         out.push(r.start + lead..r.end - trail);
     }
-}
-
-/// Whether `piece` holds anything but whitespace and comments.
-fn has_code(piece: &str) -> bool {
-    let b = piece.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            c if c.is_ascii_whitespace() => i += 1,
-            b'-' if b.get(i + 1) == Some(&b'-') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                i += 2;
-                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
-                    i += 1;
-                }
-                i += 2;
-            }
-            _ => return true,
-        }
-    }
-    false
 }
 
 #[cfg(test)]

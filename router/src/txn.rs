@@ -1,9 +1,8 @@
 //! Transaction bookkeeping: which plane snapshot to go back to when SQLite
 //! undoes work without telling the hook.
 
-use std::borrow::Cow;
-
 use crate::planes::Snapshots;
+use crate::tokenize;
 
 /// What a statement does to the transaction state, read from its first words.
 #[derive(Debug, PartialEq, Eq)]
@@ -70,34 +69,34 @@ impl TxnState {
 }
 
 pub(crate) fn kind_of(sql: &str) -> StmtKind {
-    let mut words = Words::new(sql);
+    // Keywords are bare words; a name may be a word, quoted or a string.
+    let mut words = tokenize::code(sql).filter(|t| t.kind != tokenize::Kind::Semi);
     let Some(first) = words.next() else {
         return StmtKind::Other;
     };
-    let is = |w: &str| first.eq_ignore_ascii_case(w);
-    // A name after optional filler words (TRANSACTION, SAVEPOINT).
-    let mut name_after = |filler: &str| {
+    let is = |w: &str| first.is(w);
+    // A token after an optional filler word (TRANSACTION, SAVEPOINT).
+    let mut after = |filler: &str| {
         let mut n = words.next();
-        if n.as_deref().is_some_and(|w| w.eq_ignore_ascii_case(filler)) {
+        if n.is_some_and(|t| t.is(filler)) {
             n = words.next();
         }
         n
     };
+    let name = |t: Option<tokenize::Token<'_>>| t.map(|t| t.value().into_owned()).unwrap_or_default();
     if is("BEGIN") {
         StmtKind::Begin
     } else if is("COMMIT") || is("END") {
         StmtKind::Commit
     } else if is("ROLLBACK") {
-        match name_after("TRANSACTION") {
-            Some(t) if t.eq_ignore_ascii_case("TO") => {
-                StmtKind::RollbackTo(name_after("SAVEPOINT").unwrap_or_default().into_owned())
-            }
+        match after("TRANSACTION") {
+            Some(t) if t.is("TO") => StmtKind::RollbackTo(name(after("SAVEPOINT"))),
             _ => StmtKind::Rollback,
         }
     } else if is("SAVEPOINT") {
-        StmtKind::Savepoint(words.next().unwrap_or_default().into_owned())
+        StmtKind::Savepoint(name(words.next()))
     } else if is("RELEASE") {
-        StmtKind::Release(name_after("SAVEPOINT").unwrap_or_default().into_owned())
+        StmtKind::Release(name(after("SAVEPOINT")))
     } else if [
         "CREATE", "DROP", "ALTER", "VACUUM", "ATTACH", "DETACH", "REINDEX",
     ]
@@ -107,88 +106,6 @@ pub(crate) fn kind_of(sql: &str) -> StmtKind {
         StmtKind::Schema
     } else {
         StmtKind::Other
-    }
-}
-
-/// Words of a statement: identifiers (quoted ones unquoted), skipping
-/// comments. Enough for the first few keywords and a savepoint name.
-struct Words<'a> {
-    s: &'a [u8],
-    i: usize,
-}
-
-impl<'a> Words<'a> {
-    fn new(sql: &'a str) -> Self {
-        Words {
-            s: sql.as_bytes(),
-            i: 0,
-        }
-    }
-}
-
-impl<'a> Iterator for Words<'a> {
-    type Item = Cow<'a, str>;
-    fn next(&mut self) -> Option<Cow<'a, str>> {
-        let s = self.s;
-        loop {
-            while self.i < s.len() && (s[self.i].is_ascii_whitespace() || s[self.i] == b';') {
-                self.i += 1;
-            }
-            if s[self.i..].starts_with(b"--") {
-                while self.i < s.len() && s[self.i] != b'\n' {
-                    self.i += 1;
-                }
-            } else if s[self.i..].starts_with(b"/*") {
-                self.i += 2;
-                while self.i < s.len() && !s[self.i..].starts_with(b"*/") {
-                    self.i += 1;
-                }
-                self.i = (self.i + 2).min(s.len());
-            } else {
-                break;
-            }
-        }
-        if self.i >= s.len() {
-            return None;
-        }
-        let c = s[self.i];
-        let close = match c {
-            b'"' => Some(b'"'),
-            b'`' => Some(b'`'),
-            b'[' => Some(b']'),
-            b'\'' => Some(b'\''),
-            _ => None,
-        };
-        if let Some(close) = close {
-            let mut out = Vec::new();
-            self.i += 1;
-            while self.i < s.len() {
-                if s[self.i] == close {
-                    if close != b']' && s.get(self.i + 1) == Some(&close) {
-                        out.push(close);
-                        self.i += 2;
-                        continue;
-                    }
-                    self.i += 1;
-                    break;
-                }
-                out.push(s[self.i]);
-                self.i += 1;
-            }
-            return Some(Cow::Owned(String::from_utf8_lossy(&out).into_owned()));
-        }
-        let start = self.i;
-        while self.i < s.len()
-            && !s[self.i].is_ascii_whitespace()
-            && s[self.i] != b';'
-            && s[self.i] != b'('
-        {
-            self.i += 1;
-        }
-        if self.i == start {
-            self.i += 1;
-        }
-        Some(String::from_utf8_lossy(&s[start..self.i]))
     }
 }
 

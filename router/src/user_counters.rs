@@ -58,6 +58,13 @@ impl UserCounters {
         Ok(me)
     }
 
+    /// `total_changes()` as the user sees it: SQLite's count on `db`
+    /// minus the rows Pleroma's own writes changed.
+    pub fn total_changes(&self, db: &rusqlite::Connection) -> u64 {
+        let ours = self.0.lock().unwrap_or_else(|e| e.into_inner()).ours;
+        (db.total_changes() as i64 - ours).max(0) as u64
+    }
+
     /// Run Pleroma's own writes `f` so that the user's counters do not see
     /// them. `f` must end with a statement that changes exactly one row.
     pub fn hidden<T>(

@@ -310,7 +310,8 @@ impl Engine {
             _ => TxnMove::Stay,
         };
         if rows.columns.is_empty() {
-            let changes = self.conn.sqlite().changes() as usize;
+            // The user's count, as `changes()` gives it: not Pleroma's state rows.
+            let changes = self.conn.changes() as usize;
             let (tag, n) = match w(0) {
                 "INSERT" | "REPLACE" => ("INSERT 0".to_owned(), Some(changes)),
                 "UPDATE" => ("UPDATE".to_owned(), Some(changes)),
@@ -434,20 +435,11 @@ fn is_pg_txn_mode(w: &str) -> bool {
 
 /// The first `n` words of a statement, upper-cased, past comments.
 pub(crate) fn leading_words(sql: &str, n: usize) -> Vec<String> {
-    let mut s = sql.trim_start();
-    loop {
-        if let Some(r) = s.strip_prefix("--") {
-            s = r.find('\n').map_or("", |i| &r[i..]).trim_start();
-        } else if let Some(r) = s.strip_prefix("/*") {
-            s = r.find("*/").map_or("", |i| &r[i + 2..]).trim_start();
-        } else {
-            break;
-        }
-    }
-    s.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
+    // The words as SQLite's tokenizer reads them (comments skipped).
+    pleroma::tokenize::code(sql)
+        .filter(|t| t.kind == pleroma::tokenize::Kind::Word)
         .take(n)
-        .map(str::to_ascii_uppercase)
+        .map(|t| t.text.to_ascii_uppercase())
         .collect()
 }
 

@@ -188,3 +188,37 @@ fn an_error_in_psql_carries_sqlites_message_and_sqlstate() {
     assert!(!out.status.success());
     assert!(stderr.contains("does not list indexes"), "{stderr}");
 }
+
+/// psql's command tags (what a driver's `rowcount` reads) count the user's
+/// rows, as plain SQLite's `changes()` does: not the state row Pleroma
+/// writes with each write on a file with persisted planes.
+#[test]
+fn command_tags_count_the_users_rows_not_the_state_row() {
+    let f = common::fixture();
+    let server = common::serve(&f.db);
+    let psql = require("psql", "apt-get install postgresql-client");
+    let count = |filter: &str| match &sqlite(&f.db, &format!("SELECT COUNT(*) FROM invoices WHERE {filter}"))[0][0] {
+        Cell::Num(n) => *n as u64,
+        other => panic!("count: {other:?}"),
+    };
+    let writes = [
+        ("INSERT INTO invoices(region, status, month, amount_cents) VALUES ('north', 'paid', 202401, 5), ('south', 'paid', 202401, 6)", None),
+        ("UPDATE invoices SET amount_cents = amount_cents + 1 WHERE region = 'north'", Some("region = 'north'")),
+        ("DELETE FROM invoices WHERE id > 1990", Some("id > 1990")),
+        ("/* a comment first */ UPDATE invoices SET status = 'x' WHERE id < 5", Some("id < 5")),
+        ("UPDATE invoices SET status = 'y' WHERE id < 0", Some("id < 0")),
+    ];
+    for (sql, filter) in writes {
+        let want = filter.map_or(2, count);
+        let out = Command::new(&psql)
+            .args(["-X", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-U", "t", "-d", "ledger"])
+            .args(["-p", &server.addr().port().to_string(), "-c", sql])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
+        let tag = stdout.trim();
+        let n: u64 = tag.rsplit(' ').next().unwrap().parse().unwrap_or_else(|_| panic!("tag {tag}"));
+        assert_eq!(n, want, "{sql}: psql printed {tag}");
+    }
+}

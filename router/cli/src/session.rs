@@ -127,12 +127,12 @@ impl Session {
             // As in sqlite3: after each chunk of a shell's input, not after
             // each command-line argument.
             if ok && s.changes && !matches!(source, Source::Argument) {
-                let db = s.conn.sqlite();
+                // The user's counts, not Pleroma's own state rows.
                 writeln!(
                     out,
                     "changes: {}   total_changes: {}",
-                    db.changes(),
-                    db.total_changes()
+                    s.conn.changes(),
+                    s.conn.total_changes()
                 )?;
                 out.flush()?;
             }

@@ -300,3 +300,28 @@ fn pleroma_sql_runs_the_dot_commands_as_sqlite3_does() {
     let got = pleroma(&all, "");
     assert_same(&want, &got, "pleroma sql");
 }
+
+/// On a file with a persisted plane, `.changes on` counts the user's rows
+/// (not Pleroma's state rows), and a comment before `VACUUM` or `PRAGMA
+/// journal_mode` changes nothing: both as `sqlite3` on the same script
+/// (which ignores the unknown `pleroma_attach` PRAGMA).
+#[test]
+fn changes_and_leading_comments_on_a_persisted_plane_match_sqlite3() {
+    let script = "\
+CREATE TABLE t(id INTEGER PRIMARY KEY, region TEXT, qty INTEGER);
+INSERT INTO t(region, qty) VALUES ('n', 1), ('s', 2), ('n', 3);
+PRAGMA pleroma_attach('t', 'region', 'qty');
+.changes on
+INSERT INTO t(region, qty) VALUES ('e', 4), ('w', 5);
+UPDATE t SET qty = qty + 1 WHERE region = 'n';
+DELETE FROM t WHERE id > 4;
+UPDATE t SET qty = 0 WHERE id < 0;
+/* nightly */ VACUUM;
+-- switch to WAL
+PRAGMA journal_mode = WAL;
+/* which mode */ PRAGMA journal_mode;
+SELECT region, SUM(qty) FROM t GROUP BY region ORDER BY region;
+";
+    let (want, got, _d) = both("", script, &[]);
+    assert_same(&want, &got, "persisted plane");
+}
