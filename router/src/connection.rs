@@ -460,7 +460,9 @@ impl Connection {
                     // The rewritten text failed as it ran: SQLite runs the
                     // user's own, which gives SQLite's answer or its error
                     // (and sets this statement's route).
-                    Err(e) if !crate::mutation::active("residue_error_kept") => {
+                    // (The mutation `residue_raising_where` keeps the error,
+                    // as the residue did before this net.)
+                    Err(e) if !crate::mutation::active("residue_raising_where") => {
                         Outcome::Declined(format!("the residue failed: {e}"), None)
                     }
                     Err(e) => {
