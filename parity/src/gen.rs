@@ -1626,8 +1626,14 @@ impl Gen<'_> {
         // or prepared statement keeps the names of before.
         // The residue's text and the cells' direct answer.
         let names = [
-            ("SELECT rq2.region, count(*) * 1 FROM rq2 GROUP BY rq2.region", Class::X),
-            ("SELECT rq2.region, count(*) FROM rq2 GROUP BY rq2.region", Class::G),
+            (
+                "SELECT rq2.region, count(*) * 1 FROM rq2 GROUP BY rq2.region",
+                Class::X,
+            ),
+            (
+                "SELECT rq2.region, count(*) FROM rq2 GROUP BY rq2.region",
+                Class::G,
+            ),
         ];
         for flip in [
             None,

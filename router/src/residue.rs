@@ -871,7 +871,9 @@ impl<'a> Walker<'a> {
                     if RAISING.contains(&name.as_str())
                         && !crate::mutation::active("residue_raising_where")
                     {
-                        err = Some(format!("{name}() in an outer query (it can raise an error)"));
+                        err = Some(format!(
+                            "{name}() in an outer query (it can raise an error)"
+                        ));
                     }
                     true
                 }
@@ -1830,9 +1832,12 @@ fn bare_free(e: &Expr, groups: &[String]) -> R<()> {
         Expr::Identifier(_) | Expr::CompoundIdentifier(_) => Err(format!(
             "bare column {e} in an outer query over grouped rows"
         )),
-        Expr::Subquery(_) | Expr::Exists { .. } | Expr::In { target: InTarget::Subquery(_), .. } => {
-            Err("a subquery in an outer query over grouped rows".into())
-        }
+        Expr::Subquery(_)
+        | Expr::Exists { .. }
+        | Expr::In {
+            target: InTarget::Subquery(_),
+            ..
+        } => Err("a subquery in an outer query over grouped rows".into()),
         Expr::Function(f) => {
             let name = fn_name(f).unwrap_or_default();
             let agg = (AGGREGATES.contains(&name.as_str()) && !is_scalar_minmax(f))

@@ -488,11 +488,20 @@ fn a_where_term_that_can_raise_is_proved_unable_to_or_declined() {
     );
     // Functions and operators that can raise per row are declined.
     for (q, why) in [
-        ("SELECT count(*) * 1 FROM t WHERE abs(k - 1) >= 0 AND status = 'x'", "abs()"),
+        (
+            "SELECT count(*) * 1 FROM t WHERE abs(k - 1) >= 0 AND status = 'x'",
+            "abs()",
+        ),
         ("SELECT count(*) * 1 FROM t WHERE status || k = 'x1'", "||"),
-        ("SELECT count(*) * 1 FROM t WHERE printf('%s', k) = '1'", "printf()"),
+        (
+            "SELECT count(*) * 1 FROM t WHERE printf('%s', k) = '1'",
+            "printf()",
+        ),
         ("SELECT count(*) * 1 FROM t WHERE 'x' LIKE status", "LIKE"),
-        ("SELECT * FROM (SELECT k, count(*) AS n FROM t GROUP BY k) WHERE abs(k) > 0", "abs()"),
+        (
+            "SELECT * FROM (SELECT k, count(*) AS n FROM t GROUP BY k) WHERE abs(k) > 0",
+            "abs()",
+        ),
     ] {
         declined(&mut p, q, why);
     }
@@ -584,7 +593,11 @@ fn distinct_ordered_by_what_it_does_not_output_is_declined_in_every_branch() {
         "SELECT DISTINCT r FROM (SELECT region AS r, status AS s, count(*) AS n FROM t GROUP BY region, status) ORDER BY s",
         "not an output",
     );
-    served(&mut p, "SELECT DISTINCT region FROM t ORDER BY region DESC", &[]);
+    served(
+        &mut p,
+        "SELECT DISTINCT region FROM t ORDER BY region DESC",
+        &[],
+    );
     served(&mut p, "SELECT DISTINCT region AS r FROM t ORDER BY r", &[]);
 }
 
@@ -667,7 +680,11 @@ fn the_engine_route_consults_no_cache_and_a_residue_reports_its_own_route() {
     for sql in [q, d] {
         let k = p.check(sql, &[]);
         assert_eq!(k, RouteKind::Engine, "{sql}");
-        assert_eq!(p.pl.counters().memo, 1, "{sql}: the engine route read the memo");
+        assert_eq!(
+            p.pl.counters().memo,
+            1,
+            "{sql}: the engine route read the memo"
+        );
     }
     p.pl.set_route_mode(pleroma::RouteMode::Auto);
     // A residue that fails as it runs: SQLite runs the user's text, and
@@ -680,5 +697,9 @@ fn the_engine_route_consults_no_cache_and_a_residue_reports_its_own_route() {
     served(&mut o, "SELECT g, COUNT(*) * 2 FROM big GROUP BY g", &[]);
     let k = o.check("SELECT g, abs(SUM(m)) FROM big GROUP BY g", &[]);
     assert_eq!(k, RouteKind::Engine);
-    assert!(o.pl.last_route().reason.contains("the residue failed"), "{:?}", o.pl.last_route());
+    assert!(
+        o.pl.last_route().reason.contains("the residue failed"),
+        "{:?}",
+        o.pl.last_route()
+    );
 }
