@@ -1537,7 +1537,7 @@ impl Gen<'_> {
     fn residue_probes(&mut self) {
         const SIX: &str = "(id INTEGER PRIMARY KEY, region TEXT, status TEXT, amount INTEGER, qty INTEGER, note TEXT)";
         const SIX_ROWS: &str = "(region, status, amount, qty, note) VALUES ('east','open',10,1,'x'),('east','paid',10,2,'y'),('east','open',20,3,'x'),('west','open',10,4,'y'),('west','void',30,5,'x'),('north','paid',20,6,'x')";
-        let probes: Vec<(Vec<String>, String, Vec<(&str, Order)>)> = vec![
+        let probes: Vec<Probe> = vec![
             // An empty table: a statement naming no dimension sees no group.
             (
                 vec!["CREATE TABLE rq1(id INTEGER PRIMARY KEY, region TEXT, amount INTEGER)".into()],
@@ -1664,7 +1664,29 @@ impl Gen<'_> {
         let dn = self.s.dims[d].name.clone();
         let m = self.measure();
         let p = self.pred(&mut q, 1);
-        let (sql, order) = match self.rng.below(16) {
+        let (sql, order) = match self.rng.below(20) {
+            // Issue 19: an alias spelled like a measure is the column in
+            // GROUP BY; like a non-plane column in HAVING (the direct path
+            // too); DISTINCT ordered by a non-output; NATURAL JOIN of cores.
+            16 => (
+                format!("SELECT 'k' AS {m}, COUNT(*) FROM t GROUP BY {m}"),
+                Order::Unordered,
+            ),
+            17 => {
+                let e = self.s.dims[self.rng.below(self.s.dims.len())].name.clone();
+                (
+                    format!("SELECT DISTINCT {dn} FROM t ORDER BY {e}"),
+                    Order::Unordered,
+                )
+            }
+            18 => (
+                format!("SELECT {dn}, COUNT(*) AS x FROM t GROUP BY {dn} HAVING x IS NOT NULL OR x IS NULL"),
+                Order::Unordered,
+            ),
+            19 => (
+                format!("SELECT a.g FROM (SELECT {dn} AS g, COUNT(*) FROM t GROUP BY {dn}) AS a NATURAL JOIN (SELECT {dn} AS g, COUNT(1) FROM t WHERE {p} GROUP BY {dn}) AS b"),
+                Order::Unordered,
+            ),
             0 => (
                 format!(
                     "SELECT COUNT(*) FROM t WHERE note = 'n{}'",
@@ -1803,6 +1825,9 @@ pub const COUNTERS_AFTER_VACUUM: bool = false;
 /// move (the plain side never runs the Pleroma PRAGMAs, so they match
 /// exactly).
 pub const COUNTERS: &str = "SELECT last_insert_rowid(), changes(), total_changes()";
+
+/// A residue probe: its table's statements, its plane, its queries.
+type Probe = (Vec<String>, String, Vec<(&'static str, Order)>);
 
 fn counters() -> Query {
     Query {

@@ -1790,10 +1790,13 @@ fn outer_order_free(sel: &Select, order: &[&Expr]) -> R<()> {
         })
         .collect();
     // A position or (ORDER BY only) an output alias stands for an output.
-    let is_output = |e: &Expr| match e {
-        Expr::Value(v) => matches!(&v.value, SqlValue::Number(..)),
-        Expr::Identifier(i) => aliases.contains(&i.value.to_ascii_lowercase()),
-        _ => items.iter().any(|x| x.to_string() == e.to_string()),
+    let is_output = |e: &Expr| {
+        let named = match e {
+            Expr::Value(v) => matches!(&v.value, SqlValue::Number(..)),
+            Expr::Identifier(i) => aliases.contains(&i.value.to_ascii_lowercase()),
+            _ => false,
+        };
+        named || items.iter().any(|x| x.to_string() == e.to_string())
     };
     if sel.distinct.is_some() {
         if let Some(e) = order.iter().find(|e| !is_output(e)) {

@@ -598,6 +598,11 @@ fn distinct_ordered_by_what_it_does_not_output_is_declined_in_every_branch() {
         "SELECT DISTINCT region FROM t ORDER BY region DESC",
         &[],
     );
+    served(
+        &mut p,
+        "SELECT DISTINCT r FROM (SELECT region AS r, count(*) AS n FROM t GROUP BY region) ORDER BY r",
+        &[],
+    );
     served(&mut p, "SELECT DISTINCT region AS r FROM t ORDER BY r", &[]);
 }
 
