@@ -1806,7 +1806,21 @@ fn outer_order_free(sel: &Select, order: &[&Expr]) -> R<()> {
         }
     }
     let groups: Vec<String> = match &sel.group_by {
-        GroupByExpr::Expressions(g, _) => g.iter().map(|e| e.to_string()).collect(),
+        // A position stands for its output.
+        GroupByExpr::Expressions(g, _) => g
+            .iter()
+            .map(|e| match e {
+                Expr::Value(v) => match &v.value {
+                    SqlValue::Number(n, _) => n
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|p| items.get(p.wrapping_sub(1)))
+                        .map_or_else(|| e.to_string(), |x| x.to_string()),
+                    _ => e.to_string(),
+                },
+                _ => e.to_string(),
+            })
+            .collect(),
         GroupByExpr::All(_) => return Err("GROUP BY ALL".into()),
     };
     let grouped = !groups.is_empty()

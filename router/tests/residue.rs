@@ -648,6 +648,11 @@ fn bare_columns_of_an_outer_query_over_grouped_rows_are_declined() {
         "SELECT status, count(*), max(region) FROM (SELECT DISTINCT region, status FROM u) GROUP BY status ORDER BY 1",
         &[],
     );
+    served(
+        &mut p,
+        "SELECT status, count(*) FROM (SELECT DISTINCT region, status FROM u) GROUP BY 1 ORDER BY 1",
+        &[],
+    );
 }
 
 #[test]
