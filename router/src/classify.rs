@@ -334,6 +334,7 @@ fn plan(shared: &Planes, sql: &str, columns: Vec<String>, param_count: usize) ->
         dims: entry.def.dims.clone(),
         measures: entry.def.measures.clone(),
         dim_aff: entry.cols.dim_aff.clone(),
+        columns: entry.cols.columns.clone(),
         aggs: Vec::new(),
         params: Params::default(),
         group_by: Vec::new(),
@@ -571,6 +572,9 @@ struct Builder {
     dims: Vec<String>,
     measures: Vec<String>,
     dim_aff: Vec<Affinity>,
+    /// Every column of the table (SQLite resolves a name to one of them
+    /// before an output alias).
+    columns: Vec<String>,
     aggs: Vec<AggFn>,
     params: Params,
     group_by: Vec<usize>,
@@ -987,8 +991,14 @@ impl Builder {
             return Ok(HOperand::Lit(o, None));
         }
         if let Expr::Identifier(i) = e {
-            // A table column first, then an output alias (SQLite's order).
-            if self.column(e).is_some_and(|c| c.is_err()) {
+            // A table column first (any column, and rowid), then an output
+            // alias: SQLite's order (resolve.c).
+            let column = if crate::mutation::active("having_alias_before_column") {
+                self.column(e).is_some_and(|c| c.is_ok())
+            } else {
+                names_a_column(&self.columns, &i.value)
+            };
+            if !column {
                 if let Some(k) = aliases.iter().position(|a| {
                     a.as_deref()
                         .is_some_and(|a| a.eq_ignore_ascii_case(&i.value))
@@ -999,6 +1009,17 @@ impl Builder {
         }
         self.out_expr(e).map(HOperand::Out)
     }
+}
+
+/// Whether `name` is a column of a table with `columns`: one of them, or
+/// the rowid (`rowid`, `oid`, `_rowid_`), which a column of that name
+/// hides. A WITHOUT ROWID table has no rowid; taking one for it only
+/// declines more.
+pub(crate) fn names_a_column(columns: &[String], name: &str) -> bool {
+    columns.iter().any(|c| c.eq_ignore_ascii_case(name))
+        || ["rowid", "oid", "_rowid_"]
+            .iter()
+            .any(|r| r.eq_ignore_ascii_case(name))
 }
 
 fn cmp_op(op: &BinaryOperator) -> Option<CmpOp> {
@@ -1174,6 +1195,7 @@ fn join_plan(shared: &Planes, sql: &str, columns: Vec<String>, param_count: usiz
         dims: fact.def.dims.clone(),
         measures: fact.def.measures.clone(),
         dim_aff: fact.cols.dim_aff.clone(),
+        columns: fact.cols.columns.clone(),
         aggs: Vec::new(),
         params: Params::default(),
         group_by: Vec::new(),

@@ -253,6 +253,12 @@ impl Connection {
         let allow = self.allow_guard();
         let r = self.run_allowed(sql, params, want_rows);
         drop(allow);
+        if names_columns(sql) && !crate::mutation::active("column_names_cached") {
+            // SQLite names a statement's columns when it prepares it: a
+            // cached statement or classification keeps the names of before.
+            self.db.flush_prepared_statement_cache();
+            self.forget_plans();
+        }
         if r.is_err()
             && self
                 .guard
@@ -345,12 +351,45 @@ impl Connection {
             self.set_engine_route("not a read-only SELECT");
             return self.run_engine(sql, params, want_rows);
         }
+        if self.mode == RouteMode::Engine && !crate::mutation::active("engine_route_serves") {
+            return self.run_engine_route(sql, params, want_rows);
+        }
         match self.try_plane(sql, params, synced)? {
             Attempt::Served(rows) => Ok((rows, 0)),
             // A read-only SELECT: nothing to keep track of.
             Attempt::ReadOnly => Ok(exec(&self.db, sql, params, want_rows)?),
             Attempt::Other => self.run_engine(sql, params, want_rows),
         }
+    }
+
+    /// `PRAGMA pleroma_route = engine`: the oracle users and tests compare
+    /// with, so nothing of Pleroma's is consulted — no cached
+    /// classification, no memo, no plane. Only SQLite's own prepare tells
+    /// a read-only SELECT from a statement that needs the write
+    /// bookkeeping.
+    fn run_engine_route(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        want_rows: bool,
+    ) -> Result<(Rows, usize)> {
+        let read_only = self
+            .db
+            .prepare_cached(sql)
+            .is_ok_and(|s| s.readonly() && s.column_count() > 0);
+        if !read_only {
+            self.set_engine_route("not a read-only SELECT");
+            return self.run_engine(sql, params, want_rows);
+        }
+        const WHY: &str = "pleroma_route = engine";
+        match self.counters.declined.get_mut(WHY) {
+            Some(n) => *n += 1,
+            None => {
+                self.counters.declined.insert(WHY.to_owned(), 1);
+            }
+        }
+        self.set_engine_route(WHY);
+        Ok(exec(&self.db, sql, params, want_rows)?)
     }
 
     /// Try to answer from a plane; otherwise say how SQLite should run it
@@ -381,7 +420,7 @@ impl Connection {
             Classified::Join(join) => &join.fact,
             Classified::Residue(r) => &r.table,
         };
-        if self.mode == RouteMode::Engine {
+        if self.mode == RouteMode::Engine && !crate::mutation::active("engine_route_serves") {
             return self.decline("pleroma_route = engine", Some(table));
         }
         let epoch = self.plans_epoch;
@@ -425,7 +464,22 @@ impl Connection {
             Classified::Join(join) => answer_from_limb::answer(&self.lock(), join, params)?,
             Classified::Residue(r) => {
                 let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-                answer_with_residue::answer(&self.db, &mut shared, self.mode, r, params)?
+                match answer_with_residue::answer(&self.db, &mut shared, self.mode, r, params) {
+                    Ok(o) => o,
+                    // The rewritten text failed as it ran: SQLite runs the
+                    // user's own, which gives SQLite's answer or its error
+                    // (and sets this statement's route).
+                    // (The mutation `residue_raising_where` keeps the error,
+                    // as the residue did before this net.)
+                    Err(e) if !crate::mutation::active("residue_raising_where") => {
+                        Outcome::Declined(format!("the residue failed: {e}"), None)
+                    }
+                    Err(e) => {
+                        drop(shared);
+                        self.set_engine_route("the residue failed");
+                        return Err(e);
+                    }
+                }
             }
             _ => unreachable!("declined above"),
         };
@@ -1477,6 +1531,16 @@ impl Connection {
         if writes {
             self.last_changes = self.db.changes();
         }
+    }
+}
+
+/// `PRAGMA [schema.]full_column_names` or `short_column_names`, which
+/// change the names SQLite gives result columns at prepare.
+fn names_columns(sql: &str) -> bool {
+    let t = sql.trim_start();
+    t.get(..6).is_some_and(|w| w.eq_ignore_ascii_case("PRAGMA")) && {
+        let lower = t.to_ascii_lowercase();
+        lower.contains("full_column_names") || lower.contains("short_column_names")
     }
 }
 

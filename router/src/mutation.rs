@@ -44,6 +44,18 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     // The residue (caught by class X and the Out queries it serves).
     "residue_wrong_groups",
     "residue_null_dim",
+    // The residue's second round (issue 19).
+    "residue_empty_group",
+    "residue_alias_before_column",
+    "having_alias_before_column",
+    "residue_raising_where",
+    "residue_sum_per_measure",
+    "residue_window_filter",
+    "residue_distinct_order",
+    "residue_natural_join",
+    "residue_outer_bare_column",
+    "column_names_cached",
+    "engine_route_serves",
     // Persisted planes (caught by reopening and by a second process's
     // writes in the same suite).
     "trust_stale_checkpoint",

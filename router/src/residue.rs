@@ -50,13 +50,15 @@ pub(crate) struct ResiduePlan {
     pub dim_aff: Vec<Affinity>,
     /// Measures whose partials the core carries.
     pub measures: Vec<usize>,
-    /// Measures that are summed (SUM, TOTAL, AVG, PleromaSumExact): their
-    /// partial sums must provably stay in i64.
-    pub summed: Vec<usize>,
+    /// The accumulators of the sums (SUM, TOTAL, AVG, PleromaSumExact):
+    /// each adds, per row, one of its measures (or the constant 1), so its
+    /// partial sums must provably stay in i64 over all of them together.
+    pub sums: Vec<SumTerm>,
     /// Measures whose MIN or MAX is read.
     pub extrema: Vec<usize>,
-    /// Some sum adds the constant 1 per row (`SUM(CASE … THEN 1 …)`).
-    pub ones: bool,
+    /// Dimensions that `abs()` is applied to per row: served only while no
+    /// row holds -2^63 there (where `abs` raises "integer overflow").
+    pub abs_dims: Vec<usize>,
     /// The statement up to the core's JSON, and after it.
     pub head: String,
     pub tail: String,
@@ -65,6 +67,14 @@ pub(crate) struct ResiduePlan {
     pub cut: Option<Cut>,
     /// For `pleroma_explain`: what the cells answer, what SQLite evaluates.
     pub split: String,
+}
+
+/// One sum's accumulator: the measures it may add per row, and whether it
+/// may add the constant 1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SumTerm {
+    pub measures: Vec<usize>,
+    pub ones: bool,
 }
 
 /// The residue plan of `sql`, or why it has none.
@@ -93,9 +103,11 @@ pub(crate) fn plan(
         table: None,
         dims: BTreeSet::new(),
         measures: BTreeSet::new(),
-        summed: BTreeSet::new(),
+        sums: Vec::new(),
         extrema: BTreeSet::new(),
-        ones: false,
+        abs_dims: BTreeSet::new(),
+        raises: false,
+        limited: false,
         ctes: Vec::new(),
         depth: 0,
         cut_keys: None,
@@ -111,6 +123,11 @@ pub(crate) fn plan(
     let Some(t) = w.table else {
         return Err(NO_CORE.into());
     };
+    if w.raises && w.limited && !crate::mutation::active("residue_raising_where") {
+        // Under LIMIT SQLite may stop before it evaluates some group (an
+        // index gives the order), where the core's sort evaluates them all.
+        return Err("a function that can raise an error, under LIMIT".into());
+    }
     let entry = shared.entry(t);
     let dims: Vec<usize> = w.dims.iter().copied().collect();
     let dim_aff: Vec<Affinity> = dims.iter().map(|&d| entry.cols.dim_aff[d]).collect();
@@ -204,9 +221,9 @@ pub(crate) fn plan(
         dims,
         dim_aff,
         measures,
-        summed: w.summed.into_iter().collect(),
+        sums: w.sums,
         extrema: w.extrema.into_iter().collect(),
-        ones: w.ones,
+        abs_dims: w.abs_dims.into_iter().collect(),
         head,
         tail,
         columns,
@@ -317,6 +334,29 @@ const PEER_FREE_WINDOWS: &[&str] = &[
     "avg",
 ];
 
+/// Functions that can raise an error on some values: `abs(-2^63)`
+/// ("integer overflow"), and those whose result can outgrow their
+/// arguments past SQLite's length limit ("string or blob too big"), or
+/// whose pattern can be too long ("LIKE or GLOB pattern too complex").
+/// SQLite evaluates a per-row term on the rows its plan reaches, in the
+/// order it chooses, so such a term is served per row only when it is
+/// proved unable to raise on any row (`abs` of a dimension, checked against
+/// the core's values), and per group only without a LIMIT.
+const RAISING: &[&str] = &[
+    "abs",
+    "printf",
+    "format",
+    "replace",
+    "concat",
+    "concat_ws",
+    "quote",
+    "hex",
+    "char",
+    "like",
+    "glob",
+    "strftime",
+];
+
 /// Other window functions: exact when the window's ORDER BY is total.
 const ORDERED_WINDOWS: &[&str] = &[
     "row_number",
@@ -336,9 +376,13 @@ struct Walker<'a> {
     table: Option<usize>,
     dims: BTreeSet<usize>,
     measures: BTreeSet<usize>,
-    summed: BTreeSet<usize>,
+    sums: Vec<SumTerm>,
     extrema: BTreeSet<usize>,
-    ones: bool,
+    abs_dims: BTreeSet<usize>,
+    /// A function that can raise an error sits in a per-group position.
+    raises: bool,
+    /// Some query of the statement has a LIMIT.
+    limited: bool,
     /// Names of the user's CTEs in scope.
     ctes: Vec<String>,
     /// The aggregates the cells answer (for explain).
@@ -609,6 +653,7 @@ impl<'a> Walker<'a> {
             }
         }
         if let Some(l) = &q.limit_clause {
+            self.limited = true;
             let exprs: Vec<&Expr> = match l {
                 LimitClause::LimitOffset {
                     limit,
@@ -750,8 +795,16 @@ impl<'a> Walker<'a> {
                             J::CrossJoin(c) => c,
                             _ => return Err("a join form outside SQLite".into()),
                         };
-                        if let JoinConstraint::On(e) = c {
-                            self.wrapper_expr(e, false)?;
+                        match c {
+                            JoinConstraint::On(e) => self.wrapper_expr(e, false)?,
+                            // Matched by names, which the rewrite changes
+                            // (an aggregate column is named by its text).
+                            JoinConstraint::Natural | JoinConstraint::Using(_)
+                                if !crate::mutation::active("residue_natural_join") =>
+                            {
+                                return Err("NATURAL JOIN or USING in an outer query".into())
+                            }
+                            _ => {}
                         }
                     }
                 }
@@ -780,6 +833,7 @@ impl<'a> Walker<'a> {
                 for e in order {
                     self.wrapper_expr(e, false)?;
                 }
+                outer_order_free(sel, order)?;
                 self.rest.push("an outer query".into());
                 Ok(())
             }
@@ -811,6 +865,16 @@ impl<'a> Walker<'a> {
                     if let Err(r) = function_allowed(f) {
                         err = Some(r);
                     }
+                    // An outer WHERE may be pushed down into a block over
+                    // the core, and evaluated there per row.
+                    let name = fn_name(f).unwrap_or_default();
+                    if RAISING.contains(&name.as_str())
+                        && !crate::mutation::active("residue_raising_where")
+                    {
+                        err = Some(format!(
+                            "{name}() in an outer query (it can raise an error)"
+                        ));
+                    }
                     true
                 }
                 Expr::Subquery(q) | Expr::Exists { subquery: q, .. } => {
@@ -835,6 +899,11 @@ impl<'a> Walker<'a> {
                 other => {
                     if let Err(r) = expr_form_allowed(other) {
                         err = Some(r);
+                    }
+                    if let Some(what) = raising_form(other) {
+                        if !crate::mutation::active("residue_raising_where") {
+                            err = Some(format!("{what} in an outer query (it can raise an error)"));
+                        }
                     }
                     true
                 }
@@ -971,6 +1040,12 @@ impl<'a> Walker<'a> {
                 if std::ptr::eq(t, *e) {
                     self.row_expr(&c, e)?;
                 }
+                // Which row's value orders a merged DISTINCT row is the
+                // first SQLite meets in its scan: over the core, another.
+                let output = c.items.iter().any(|i| i.to_string() == t.to_string());
+                if !output && !crate::mutation::active("residue_distinct_order") {
+                    return Err("DISTINCT with an ORDER BY term that is not an output".into());
+                }
             }
             if limited {
                 let keys: Vec<String> = order
@@ -1002,14 +1077,26 @@ impl<'a> Walker<'a> {
         }
         if let Expr::Identifier(i) = e {
             let name = i.value.to_ascii_lowercase();
-            let is_dim = self.dim(c, e).is_some();
             if let Some(k) = c.aliases.iter().position(|a| *a == name) {
-                if order || !is_dim {
+                if order || !self.column_first(c, e, &i.value) {
                     return Ok(c.items[k]);
                 }
             }
         }
         Ok(e)
+    }
+
+    /// Whether a bare name in GROUP BY, HAVING or an ORDER BY expression
+    /// names a column of the table before an output alias: SQLite's
+    /// resolve.c looks a name up in the FROM tables first (every column,
+    /// and rowid/oid/_rowid_), and in the result set's aliases only when no
+    /// column matches. The core carries dimensions only, so over it the
+    /// rewritten text would find the alias instead.
+    fn column_first(&self, c: &Core, e: &Expr, name: &str) -> bool {
+        if crate::mutation::active("residue_alias_before_column") {
+            return self.dim(c, e).is_some();
+        }
+        crate::classify::names_a_column(&self.shared.entry(c.entry).cols.columns, name)
     }
 
     /// The dimension a column reference names, if it names one.
@@ -1084,7 +1171,10 @@ impl<'a> Walker<'a> {
                 }
                 if let Expr::Identifier(i) = e {
                     let name = i.value.to_ascii_lowercase();
-                    if level == Level::Group && c.aliases.contains(&name) {
+                    if level == Level::Group
+                        && c.aliases.contains(&name)
+                        && !self.column_first(c, e, &i.value)
+                    {
                         return Ok(());
                     }
                 }
@@ -1128,6 +1218,13 @@ impl<'a> Walker<'a> {
                     for o in &spec.order_by {
                         self.group_expr(c, &o.expr)?;
                     }
+                    // A window's FILTER is evaluated per group, like its
+                    // arguments (and its aggregates are the core's merges).
+                    if let Some(p) = &f.filter {
+                        if !crate::mutation::active("residue_window_filter") {
+                            self.group_expr(c, p)?;
+                        }
+                    }
                     self.args_at(c, f, Level::Group)?;
                     self.rest.push(format!("{name}() OVER"));
                     return Ok(());
@@ -1149,6 +1246,9 @@ impl<'a> Walker<'a> {
                 if f.filter.is_some() || !f.within_group.is_empty() {
                     return Err(format!("{name}() with FILTER or WITHIN GROUP"));
                 }
+                if RAISING.contains(&name.as_str()) {
+                    self.may_raise(c, f, &name, level)?;
+                }
                 self.args_at(c, f, level)
             }
             Expr::Subquery(q) | Expr::Exists { subquery: q, .. } => {
@@ -1166,6 +1266,12 @@ impl<'a> Walker<'a> {
             }
             other => {
                 expr_form_allowed(other)?;
+                if let Some(what) = raising_form(other) {
+                    if level == Level::Row && !crate::mutation::active("residue_raising_where") {
+                        return Err(format!("{what} per row (it can raise an error)"));
+                    }
+                    self.raises = true;
+                }
                 let mut kids = Vec::new();
                 children(other, &mut kids);
                 for k in kids {
@@ -1174,6 +1280,54 @@ impl<'a> Walker<'a> {
                 Ok(())
             }
         }
+    }
+
+    /// A function that can raise an error: per row, only `abs` of a
+    /// dimension, whose values the core shows (checked when it is built).
+    fn may_raise(
+        &mut self,
+        c: &Core,
+        f: &sqlparser::ast::Function,
+        name: &str,
+        level: Level,
+    ) -> R<()> {
+        if level == Level::Group {
+            self.raises = true;
+            return Ok(());
+        }
+        if crate::mutation::active("residue_raising_where") {
+            return Ok(());
+        }
+        let first = match &f.args {
+            FunctionArguments::List(l) => match l.args.first() {
+                Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v)))) => {
+                    match &v.value {
+                        SqlValue::SingleQuotedString(p) => Some(p.len()),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        // A literal pattern of LIKE/GLOB, or a literal strftime format,
+        // bounds what the call can do.
+        match (name, first) {
+            ("like" | "glob", Some(n)) if n <= 50_000 => return Ok(()),
+            ("strftime", Some(_)) => return Ok(()),
+            _ => {}
+        }
+        if name == "abs" {
+            if let FunctionArguments::List(l) = &f.args {
+                if let [FunctionArg::Unnamed(FunctionArgExpr::Expr(x))] = l.args.as_slice() {
+                    if let Some(d) = self.dim(c, x) {
+                        self.abs_dims.insert(d);
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        Err(format!("{name}() per row (it can raise an error)"))
     }
 
     fn args_at(&mut self, c: &Core, f: &sqlparser::ast::Function, level: Level) -> R<()> {
@@ -1273,8 +1427,15 @@ impl<'a> Walker<'a> {
         v.measures(&mut ms);
         let summed = matches!(name, "sum" | "total" | "avg" | "pleromasumexact");
         if summed {
-            self.summed.extend(ms.iter().copied());
-            self.ones |= v.has_one();
+            // One accumulator adds whichever measure each row's CASE
+            // picks: its bound is over all of them together.
+            let mut measures = ms.clone();
+            measures.sort_unstable();
+            measures.dedup();
+            self.sums.push(SumTerm {
+                measures,
+                ones: v.has_one(),
+            });
         }
         if matches!(name, "min" | "max") {
             self.extrema.extend(ms.iter().copied());
@@ -1578,6 +1739,157 @@ fn is_constant(e: &Expr) -> bool {
         Expr::UnaryOp { expr, .. } => is_constant(expr),
         Expr::Nested(x) => is_constant(x),
         _ => false,
+    }
+}
+
+/// An operator form that can raise an error on some values: `||` (a
+/// result past SQLite's length limit), LIKE with a pattern that is not a
+/// short literal ("LIKE or GLOB pattern too complex").
+fn raising_form(e: &Expr) -> Option<&'static str> {
+    match e {
+        Expr::BinaryOp {
+            op: sqlparser::ast::BinaryOperator::StringConcat,
+            ..
+        } => Some("||"),
+        Expr::Like { pattern, .. } => match pattern.as_ref() {
+            Expr::Value(v) => match &v.value {
+                SqlValue::SingleQuotedString(p) if p.len() <= 50_000 => None,
+                _ => Some("LIKE"),
+            },
+            _ => Some("LIKE with a pattern that is not a literal"),
+        },
+        _ => None,
+    }
+}
+
+/// An outer query's rows come in the order of the blocks it reads, which
+/// over the core is not the table's: nothing it answers may depend on
+/// which row SQLite meets first. So in an outer aggregate query every
+/// column outside an aggregate must be a GROUP BY term (a bare column takes
+/// the value of some row of its group: the first, or the one with the
+/// MIN/MAX, of ties the first met), and a DISTINCT query may ORDER BY its
+/// outputs only.
+fn outer_order_free(sel: &Select, order: &[&Expr]) -> R<()> {
+    if crate::mutation::active("residue_outer_bare_column") {
+        return Ok(());
+    }
+    let items: Vec<&Expr> = sel
+        .projection
+        .iter()
+        .filter_map(|i| match i {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+            _ => None,
+        })
+        .collect();
+    let aliases: Vec<String> = sel
+        .projection
+        .iter()
+        .filter_map(|i| match i {
+            SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.to_ascii_lowercase()),
+            _ => None,
+        })
+        .collect();
+    // A position or (ORDER BY only) an output alias stands for an output.
+    let is_output = |e: &Expr| {
+        let named = match e {
+            Expr::Value(v) => matches!(&v.value, SqlValue::Number(..)),
+            Expr::Identifier(i) => aliases.contains(&i.value.to_ascii_lowercase()),
+            _ => false,
+        };
+        named || items.iter().any(|x| x.to_string() == e.to_string())
+    };
+    if sel.distinct.is_some() {
+        if let Some(e) = order.iter().find(|e| !is_output(e)) {
+            return Err(format!(
+                "DISTINCT with ORDER BY {e}, not an output, in an outer query"
+            ));
+        }
+    }
+    let groups: Vec<String> = match &sel.group_by {
+        // A position stands for its output.
+        GroupByExpr::Expressions(g, _) => g
+            .iter()
+            .map(|e| match e {
+                Expr::Value(v) => match &v.value {
+                    SqlValue::Number(n, _) => n
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|p| items.get(p.wrapping_sub(1)))
+                        .map_or_else(|| e.to_string(), |x| x.to_string()),
+                    _ => e.to_string(),
+                },
+                _ => e.to_string(),
+            })
+            .collect(),
+        GroupByExpr::All(_) => return Err("GROUP BY ALL".into()),
+    };
+    let grouped = !groups.is_empty()
+        || sel.having.is_some()
+        || items.iter().any(|e| has_aggregate(e))
+        || order.iter().any(|e| has_aggregate(e));
+    if !grouped {
+        return Ok(());
+    }
+    let mut terms: Vec<&Expr> = items.clone();
+    terms.extend(sel.having.iter());
+    terms.extend(order.iter().copied().filter(|e| !is_output(e)));
+    for e in terms {
+        bare_free(e, &groups)?;
+    }
+    Ok(())
+}
+
+/// No column outside an aggregate in `e` except GROUP BY terms, and no
+/// subquery (which could read one).
+fn bare_free(e: &Expr, groups: &[String]) -> R<()> {
+    if groups.contains(&e.to_string()) {
+        return Ok(());
+    }
+    match e {
+        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => Err(format!(
+            "bare column {e} in an outer query over grouped rows"
+        )),
+        Expr::Subquery(_)
+        | Expr::Exists { .. }
+        | Expr::In {
+            target: InTarget::Subquery(_),
+            ..
+        } => Err("a subquery in an outer query over grouped rows".into()),
+        Expr::Function(f) => {
+            let name = fn_name(f).unwrap_or_default();
+            let agg = (AGGREGATES.contains(&name.as_str()) && !is_scalar_minmax(f))
+                || OTHER_AGGREGATES.contains(&name.as_str());
+            if agg && f.over.is_none() {
+                return Ok(());
+            }
+            if let FunctionArguments::List(l) = &f.args {
+                for a in &l.args {
+                    if let FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) = a {
+                        bare_free(x, groups)?;
+                    }
+                }
+            }
+            if let Some(p) = &f.filter {
+                bare_free(p, groups)?;
+            }
+            if let Some(WindowType::WindowSpec(s)) = &f.over {
+                for p in &s.partition_by {
+                    bare_free(p, groups)?;
+                }
+                for o in &s.order_by {
+                    bare_free(&o.expr, groups)?;
+                }
+            }
+            Ok(())
+        }
+        other => {
+            let mut kids = Vec::new();
+            children(other, &mut kids);
+            for k in kids {
+                bare_free(k, groups)?;
+            }
+            Ok(())
+        }
     }
 }
 

@@ -10,6 +10,9 @@ pub enum RouteKind {
     Plane,
     /// Read from a memo of an earlier exact answer.
     Memo,
+    /// The cells answered the aggregate core, SQLite the rest of the
+    /// statement over it (`crate::residue`).
+    Residue,
     /// Run by SQLite.
     Engine,
 }
@@ -19,6 +22,7 @@ impl RouteKind {
         match self {
             RouteKind::Plane => "plane",
             RouteKind::Memo => "memo",
+            RouteKind::Residue => "residue",
             RouteKind::Engine => "engine",
         }
     }

@@ -381,3 +381,335 @@ fn a_residue_that_reads_another_table_follows_its_writes() {
     p.exec("INSERT INTO names VALUES ('apac', 'Asia')");
     served(&mut p, sql, &[]);
 }
+
+// Issue 19: the residue's rewrite against plain SQLite, by class. Each
+// query is compared with plain rusqlite (`same`), and the route checked
+// where the class must decline.
+
+const SIX: &str = "
+CREATE TABLE t(id INTEGER PRIMARY KEY, region TEXT, status TEXT, amount INTEGER, qty INTEGER, note TEXT);
+INSERT INTO t(region, status, amount, qty, note) VALUES
+ ('east','open',10,1,'x'),('east','paid',10,2,'y'),('east','open',20,3,'x'),
+ ('west','open',10,4,'y'),('west','void',30,5,'x'),('north','paid',20,6,'x');
+";
+const SIX_ATTACH: &str = "PRAGMA pleroma_attach('t', 'region, status', 'amount, qty')";
+
+#[test]
+fn an_empty_table_gives_no_group_to_a_statement_that_names_no_dimension() {
+    let mut p = Pair::new(SIX, SIX_ATTACH);
+    let qs = [
+        "SELECT SUM(1), SUM(0), MIN(0), MAX(1), max(5), count(DISTINCT 5), typeof(SUM(1)) FROM t",
+        "SELECT DISTINCT 1 FROM t",
+        "SELECT count(*) FROM t GROUP BY 'a'",
+        "SELECT 'x', count(*) FROM t GROUP BY 1",
+        "SELECT (SELECT SUM(1) FROM t) IS NULL",
+        "SELECT COUNT(*), SUM(amount) * 1 FROM t",
+    ];
+    for q in qs {
+        same(&mut p, q, &[]);
+    }
+    p.exec("DELETE FROM t WHERE id > 0");
+    for q in qs {
+        same(&mut p, q, &[]);
+    }
+    served(&mut p, "SELECT DISTINCT 1 FROM t", &[]);
+}
+
+#[test]
+fn a_name_in_group_by_having_and_order_by_is_the_tables_column_before_an_alias() {
+    let mut p = Pair::new(SIX, SIX_ATTACH);
+    for q in [
+        "SELECT region AS amount, count(*) FROM t GROUP BY amount ORDER BY 2, 1",
+        "SELECT status AS note, count(*) AS c FROM t GROUP BY note ORDER BY 2, 1",
+        "SELECT region, count(*) AS qty FROM t GROUP BY region HAVING qty > 3 ORDER BY 1",
+        "SELECT region, sum(qty) AS amount FROM t GROUP BY region ORDER BY amount + 0, region",
+        "SELECT region AS rowid, count(*) FROM t GROUP BY rowid ORDER BY 1, 2",
+        "SELECT region, count(*) AS oid FROM t GROUP BY region HAVING oid > 4 ORDER BY 1",
+        "SELECT region AS _rowid_, count(*) * 1 FROM t GROUP BY _rowid_ ORDER BY 1, 2",
+    ] {
+        let r = same(&mut p, q, &[]);
+        assert_eq!(r.kind, RouteKind::Engine, "{q}: {}", r.reason);
+    }
+    // An alias no column spells is the alias, and a bare ORDER BY name is
+    // the alias first: still served.
+    served(
+        &mut p,
+        "SELECT upper(region) AS r, count(*) FROM t GROUP BY r ORDER BY r",
+        &[],
+    );
+    served(
+        &mut p,
+        "SELECT region, sum(qty) AS amount FROM t GROUP BY region ORDER BY amount, region",
+        &[],
+    );
+}
+
+#[test]
+fn the_direct_having_path_takes_the_tables_column_before_an_alias() {
+    let mut p = Pair::new(SIX, SIX_ATTACH);
+    for q in [
+        "SELECT region, count(*) AS id FROM t GROUP BY region HAVING id > 4",
+        "SELECT region, count(*) AS note FROM t GROUP BY region HAVING note > 1",
+        "SELECT region, count(*) AS rowid FROM t GROUP BY region HAVING rowid > 4",
+    ] {
+        let r = same(&mut p, q, &[]);
+        assert_eq!(r.kind, RouteKind::Engine, "{q}: {}", r.reason);
+    }
+    // The sqllogictest case: `col2` in GROUP BY and HAVING is the column.
+    let mut s = Pair::new(
+        "CREATE TABLE tab1(col0 INTEGER, col1 INTEGER, col2 INTEGER);
+         INSERT INTO tab1 VALUES (51, 14, 96), (85, 5, 59), (91, 47, 68), (10, 14, 20);",
+        "PRAGMA pleroma_attach('tab1', 'col0, col1', 'col2')",
+    );
+    let q = "SELECT + 12 AS col2 FROM tab1 GROUP BY col2, col1 HAVING + CAST ( + 33 AS INTEGER ) <= col2";
+    same(&mut s, q, &[]);
+    // An alias that no column spells is served from the cells directly.
+    served(
+        &mut p,
+        "SELECT region, count(*) AS n FROM t GROUP BY region HAVING n > 1",
+        &[],
+    );
+}
+
+#[test]
+fn a_where_term_that_can_raise_is_proved_unable_to_or_declined() {
+    let setup = "CREATE TABLE t(id INTEGER PRIMARY KEY, k INTEGER, status TEXT, amount INTEGER);
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400)
+        INSERT INTO t SELECT i,
+          CASE WHEN i % 97 = 0 THEN 1 WHEN i % 10 = 0 THEN -9223372036854775808 ELSE i % 4 END,
+          CASE WHEN i % 97 = 0 THEN 'x' ELSE 'a' END, i % 5 FROM n;
+        CREATE INDEX t_status ON t(status); ANALYZE;";
+    let mut p = Pair::new(setup, "PRAGMA pleroma_attach('t', 'k, status', 'amount')");
+    // abs() of a dimension holding -2^63: declined at run time.
+    declined(
+        &mut p,
+        "SELECT count(*) * 1 FROM t WHERE abs(k) >= 0 AND status = 'x'",
+        "abs() of -2^63",
+    );
+    // Functions and operators that can raise per row are declined.
+    for (q, why) in [
+        (
+            "SELECT count(*) * 1 FROM t WHERE abs(k - 1) >= 0 AND status = 'x'",
+            "abs()",
+        ),
+        ("SELECT count(*) * 1 FROM t WHERE status || k = 'x1'", "||"),
+        (
+            "SELECT count(*) * 1 FROM t WHERE printf('%s', k) = '1'",
+            "printf()",
+        ),
+        ("SELECT count(*) * 1 FROM t WHERE 'x' LIKE status", "LIKE"),
+        (
+            "SELECT * FROM (SELECT k, count(*) AS n FROM t GROUP BY k) WHERE abs(k) > 0",
+            "abs()",
+        ),
+    ] {
+        declined(&mut p, q, why);
+    }
+    // Once no row holds -2^63, abs() of the dimension is served.
+    p.exec("UPDATE t SET k = 2 WHERE k < 0");
+    served(
+        &mut p,
+        "SELECT count(*) * 1 FROM t WHERE abs(k) >= 0 AND status = 'x'",
+        &[],
+    );
+    // Per group, a function that can raise is served without a LIMIT ...
+    served(
+        &mut p,
+        "SELECT k, printf('%d', count(*)) FROM t GROUP BY k",
+        &[],
+    );
+    // ... and declined under one (SQLite may stop before some group).
+    declined(
+        &mut p,
+        "SELECT k, printf('%d', count(*)) FROM t GROUP BY k ORDER BY k LIMIT 2",
+        "can raise",
+    );
+}
+
+#[test]
+fn a_case_that_mixes_measures_is_bounded_over_its_combined_accumulator() {
+    let mut p = Pair::new(
+        "CREATE TABLE t2(id INTEGER PRIMARY KEY, g TEXT, a INTEGER, b INTEGER);
+         INSERT INTO t2 VALUES (1, 'x', 5000000000000000000, 0), (2, 'y', 0, 5000000000000000000), (3, 'y', 0, -5000000000000000000);
+         CREATE TABLE t3(id INTEGER PRIMARY KEY, g TEXT, a INTEGER, b INTEGER);
+         INSERT INTO t3 VALUES (1, 'x', 5000000000000000000, NULL), (2, 'y', NULL, 5000000000000000000);",
+        "PRAGMA pleroma_attach('t2', 'g', 'a, b'); PRAGMA pleroma_attach('t3', 'g', 'a, b')",
+    );
+    for q in [
+        "SELECT SUM(CASE WHEN g = 'x' THEN a ELSE b END) FROM t2",
+        "SELECT AVG(CASE WHEN g = 'x' THEN a ELSE b END) FROM t3",
+        "SELECT TOTAL(CASE WHEN g = 'x' THEN a ELSE b END), typeof(AVG(CASE WHEN g = 'x' THEN a ELSE b END)) FROM t3",
+    ] {
+        let r = same(&mut p, q, &[]);
+        assert_eq!(r.kind, RouteKind::Engine, "{q}: {}", r.reason);
+        assert!(r.reason.contains("overflow"), "{q}: {}", r.reason);
+    }
+    // Each measure alone stays in i64: served.
+    served(&mut p, "SELECT SUM(a) * 1, SUM(b) * 1 FROM t3", &[]);
+    // One measure and the 1s: 5e18 + 3 rows stays in i64.
+    served(
+        &mut p,
+        "SELECT g, SUM(CASE WHEN g = 'x' THEN a ELSE 1 END) FROM t2 GROUP BY g",
+        &[],
+    );
+}
+
+#[test]
+fn a_window_filter_is_analysed_like_its_arguments() {
+    let mut p = Pair::new(SIX, SIX_ATTACH);
+    for (q, why) in [
+        ("SELECT region, SUM(COUNT(*)) FILTER (WHERE status = 'open') OVER () AS w FROM t WHERE status IS NOT NULL GROUP BY region ORDER BY 1", "bare column status"),
+        ("SELECT region, SUM(COUNT(*)) FILTER (WHERE \"status\" = 'open') OVER () AS w FROM t GROUP BY region ORDER BY 1", "bare column status"),
+    ] {
+        declined(&mut p, q, why);
+    }
+    // An aggregate inside it is the core's merge: served, equal.
+    served(
+        &mut p,
+        "SELECT region, count(*) AS n, SUM(count(*)) FILTER (WHERE count(*) > 1) OVER () AS big FROM t GROUP BY region ORDER BY 1",
+        &[],
+    );
+    served(
+        &mut p,
+        "SELECT region, MAX(SUM(qty)) FILTER (WHERE region <> 'west') OVER () FROM t GROUP BY region",
+        &[],
+    );
+}
+
+#[test]
+fn distinct_ordered_by_what_it_does_not_output_is_declined_in_every_branch() {
+    let mut p = Pair::new(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, region TEXT, status TEXT, amount INTEGER);
+         INSERT INTO t(region, status, amount) VALUES ('east','void',1),('west','paid',2),('west','void',3);",
+        "PRAGMA pleroma_attach('t', 'region, status', 'amount')",
+    );
+    declined(
+        &mut p,
+        "SELECT DISTINCT region FROM t ORDER BY status",
+        "not an output",
+    );
+    declined(
+        &mut p,
+        "SELECT DISTINCT r FROM (SELECT region AS r, status AS s, count(*) AS n FROM t GROUP BY region, status) ORDER BY s",
+        "not an output",
+    );
+    served(
+        &mut p,
+        "SELECT DISTINCT region FROM t ORDER BY region DESC",
+        &[],
+    );
+    served(
+        &mut p,
+        "SELECT DISTINCT r FROM (SELECT region AS r, count(*) AS n FROM t GROUP BY region) ORDER BY r",
+        &[],
+    );
+    served(&mut p, "SELECT DISTINCT region AS r FROM t ORDER BY r", &[]);
+}
+
+#[test]
+fn natural_join_and_using_over_a_core_are_declined() {
+    let mut p = Pair::new(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, region TEXT, status TEXT, amount INTEGER);
+         INSERT INTO t(region, status, amount) VALUES ('east','open',1),('east','paid',2),('west','open',3);
+         CREATE TABLE o(region TEXT, \"count(*)\" INTEGER, label TEXT);
+         INSERT INTO o VALUES ('east', 2, 'east-2'), ('east', 7, 'east-7'), ('west', 1, 'west-1');",
+        "PRAGMA pleroma_attach('t', 'region, status', 'amount')",
+    );
+    for q in [
+        "SELECT s.region, o.label FROM (SELECT region, count(*) FROM t GROUP BY region) AS s NATURAL JOIN o ORDER BY 1, 2",
+        "SELECT a.region FROM (SELECT region, count(*) FROM t GROUP BY region) AS a NATURAL JOIN (SELECT region, count(1) FROM t WHERE status = 'open' GROUP BY region) AS b ORDER BY 1",
+        "SELECT region, label FROM (SELECT region, count(*) AS n FROM t GROUP BY region) JOIN o USING (region) ORDER BY 1, 2",
+    ] {
+        let r = same(&mut p, q, &[]);
+        assert_eq!(r.kind, RouteKind::Engine, "{q}: {}", r.reason);
+    }
+}
+
+#[test]
+fn bare_columns_of_an_outer_query_over_grouped_rows_are_declined() {
+    let mut p = Pair::new(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, region TEXT, status TEXT, amount INTEGER);
+         INSERT INTO t(region, status, amount) VALUES ('a','y',1),('b','x',2);
+         CREATE INDEX t_sr ON t(status, region);
+         CREATE TABLE u(id INTEGER PRIMARY KEY, region TEXT, status TEXT, amount INTEGER);
+         INSERT INTO u(region, status, amount) VALUES ('east','void',1),('west','paid',2),('east','paid',3);",
+        "PRAGMA pleroma_attach('t', 'region, status', 'amount'); PRAGMA pleroma_attach('u', 'region, status', 'amount')",
+    );
+    for q in [
+        "SELECT region, status, min(c) FROM (SELECT region, status, count(*) AS c FROM t GROUP BY region, status)",
+        "SELECT max(status), region FROM (SELECT DISTINCT region, status FROM u WHERE status <> 'void')",
+        "SELECT status, region, count(*) FROM (SELECT DISTINCT region, status FROM u) GROUP BY status ORDER BY 1",
+    ] {
+        declined(&mut p, q, "bare column");
+    }
+    // Group terms and aggregates only: served.
+    served(
+        &mut p,
+        "SELECT status, count(*), max(region) FROM (SELECT DISTINCT region, status FROM u) GROUP BY status ORDER BY 1",
+        &[],
+    );
+    served(
+        &mut p,
+        "SELECT status, count(*) FROM (SELECT DISTINCT region, status FROM u) GROUP BY 1 ORDER BY 1",
+        &[],
+    );
+}
+
+#[test]
+fn column_names_follow_full_column_names_on_every_route() {
+    let setup = "CREATE TABLE t(id INTEGER PRIMARY KEY, region TEXT, amount INTEGER);
+        INSERT INTO t(region, amount) VALUES ('east',1),('east',2),('west',3);";
+    let mut p = Pair::new(setup, "PRAGMA pleroma_attach('t', 'region', 'amount')");
+    let q = "SELECT t.region, count(*) * 1 FROM t GROUP BY t.region";
+    let direct = "SELECT t.region, count(*) FROM t GROUP BY t.region";
+    for mode in [pleroma::RouteMode::Auto, pleroma::RouteMode::Engine] {
+        p.pl.set_route_mode(mode);
+        same(&mut p, q, &[]);
+        same(&mut p, direct, &[]);
+        for flip in [
+            "PRAGMA short_column_names = 0; PRAGMA full_column_names = 1",
+            "PRAGMA short_column_names = 1; PRAGMA full_column_names = 0",
+        ] {
+            p.exec(flip);
+            same(&mut p, q, &[]);
+            same(&mut p, direct, &[]);
+        }
+    }
+}
+
+#[test]
+fn the_engine_route_consults_no_cache_and_a_residue_reports_its_own_route() {
+    let mut p = Pair::new(SIX, SIX_ATTACH);
+    let q = "SELECT region, count(*) * 2 FROM t GROUP BY region";
+    assert_eq!(same(&mut p, q, &[]).kind, RouteKind::Residue);
+    let d = "SELECT region, count(*) FROM t GROUP BY region";
+    assert_eq!(same(&mut p, d, &[]).kind, RouteKind::Plane);
+    // `same` ran it twice: the second was a memo hit.
+    assert_eq!(p.pl.last_route().kind, RouteKind::Memo);
+    p.pl.set_route_mode(pleroma::RouteMode::Engine);
+    for sql in [q, d] {
+        let k = p.check(sql, &[]);
+        assert_eq!(k, RouteKind::Engine, "{sql}");
+        assert_eq!(
+            p.pl.counters().memo,
+            1,
+            "{sql}: the engine route read the memo"
+        );
+    }
+    p.pl.set_route_mode(pleroma::RouteMode::Auto);
+    // A residue that fails as it runs: SQLite runs the user's text, and
+    // the route is this statement's.
+    let mut o = Pair::new(
+        "CREATE TABLE big(g TEXT, m INTEGER);
+         INSERT INTO big VALUES ('a', -9223372036854775807), ('a', -1), ('b', 4);",
+        "PRAGMA pleroma_attach('big', 'g', 'm')",
+    );
+    served(&mut o, "SELECT g, COUNT(*) * 2 FROM big GROUP BY g", &[]);
+    let k = o.check("SELECT g, abs(SUM(m)) FROM big GROUP BY g", &[]);
+    assert_eq!(k, RouteKind::Engine);
+    assert!(
+        o.pl.last_route().reason.contains("the residue failed"),
+        "{:?}",
+        o.pl.last_route()
+    );
+}

@@ -39,6 +39,8 @@ pub(crate) const HELP: &str = "\
 .stats                   Queries served by a plane and declined (by reason) so far
 .tables                  List the tables
 .timer on|off            After each statement print `Run Time: real SECONDS route: ROUTE`
+                           (plane, memo, residue: the cells' core and SQLite
+                           over it, or engine)
 
 Pleroma's PRAGMAs run like any statement:
   PRAGMA pleroma_attach('table', 'dim1, dim2', 'measure1');

@@ -43,7 +43,7 @@ pub(crate) fn core_json(
     let est = entry.plane.cells() as f64;
     let rows = entry.plane.rows() as f64;
     let route = Route {
-        kind: RouteKind::Plane,
+        kind: RouteKind::Residue,
         reason: format!("served with a residue ({})", plan.split),
         table: Some(plan.table.clone()),
         plane_cost: Some(est),
@@ -75,10 +75,11 @@ pub(crate) fn core_json(
             Err(e) => return Ok(Err((format!("plane: {e}"), Some(route)))),
         }
     };
-    // Every partial sum of a summed measure, in any grouping and any order,
-    // lies in [sum of the negatives, sum of the positives (+ one per row
-    // where a sum adds 1s)].
-    for &m in &plan.summed {
+    // Every partial sum of one accumulator, in any grouping and any order,
+    // lies in [the sum of the negatives of every measure it may add, the
+    // sum of their positives (+ one per row where it adds 1s)]: a CASE that
+    // picks one measure or another per row adds both into one sum.
+    let bounds = |m: usize| {
         let k = 1 + plan.measures.iter().position(|x| *x == m).map_or(0, |p| {
             plan.measures[..p]
                 .iter()
@@ -92,10 +93,28 @@ pub(crate) fn core_json(
                 neg += n;
             }
         }
-        if plan.ones {
-            pos += entry.plane.rows() as i128;
-        }
-        if pos > i64::MAX as i128 || neg < i64::MIN as i128 {
+        (pos, neg)
+    };
+    let ones = entry.plane.rows() as i128;
+    let fits = |pos: i128, neg: i128| pos <= i64::MAX as i128 && neg >= i64::MIN as i128;
+    for s in &plan.sums {
+        let one = if s.ones { ones } else { 0 };
+        let ok = if crate::mutation::active("residue_sum_per_measure") {
+            // The mutation: each measure bounded alone.
+            s.measures.iter().all(|&m| {
+                let (p, n) = bounds(m);
+                fits(p + one, n)
+            })
+        } else {
+            let (mut pos, mut neg) = (one, 0i128);
+            for &m in &s.measures {
+                let (p, n) = bounds(m);
+                pos += p;
+                neg += n;
+            }
+            fits(pos, neg)
+        };
+        if !ok {
             return Ok(Err((
                 "SUM may overflow part-way, depending on row order".into(),
                 Some(route),
@@ -105,7 +124,32 @@ pub(crate) fn core_json(
     let plane = &entry.plane;
     let mut json = String::with_capacity(16 + result.groups.len() * 8 * (2 + plan.dims.len()));
     json.push('[');
-    let mut groups: Vec<_> = result.groups.iter().collect();
+    // The core's rows are the groups that hold rows: a statement that names
+    // no dimension has one whole-table group, empty on an empty table,
+    // where SQLite's scan meets no row (its aggregates see none).
+    let mut groups: Vec<_> = result
+        .groups
+        .iter()
+        .filter(|g| {
+            !matches!(g.values.first(), Some(AggValue::Count(0)))
+                || crate::mutation::active("residue_empty_group")
+        })
+        .collect();
+    // `abs()` of a dimension per row raises on -2^63: served only when no
+    // row holds it.
+    for g in &groups {
+        for (&code, &d) in g.key.iter().zip(&plan.dims) {
+            if plan.abs_dims.contains(&d)
+                && matches!(plane.dict(d).value(code), DimValue::Int(i64::MIN))
+                && !crate::mutation::active("residue_raising_where")
+            {
+                return Ok(Err((
+                    format!("abs() of -2^63 in dimension {}", entry.def.dims[d]),
+                    Some(route),
+                )));
+            }
+        }
+    }
     if crate::mutation::active("residue_wrong_groups") && groups.len() > 1 {
         groups.pop();
     }
