@@ -1529,7 +1529,9 @@ impl Connection {
             .prepare_cached(sql)
             .is_ok_and(|stmt| !stmt.readonly());
         if writes {
-            self.last_changes = self.db.changes();
+            // Not Pleroma's own last write (a state row after a VACUUM,
+            // say): a statement that changes no row leaves the user's count.
+            self.last_changes = self.user_counters.changes(&self.db);
         }
     }
 }

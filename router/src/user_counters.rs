@@ -58,6 +58,13 @@ impl UserCounters {
         Ok(me)
     }
 
+    /// `changes()` as the user sees it on `db` now (what the SQL function
+    /// returns): Pleroma's own last write hidden.
+    pub fn changes(&self, db: &rusqlite::Connection) -> u64 {
+        let now = (db.changes() as i64, db.total_changes() as i64);
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).changes(now).max(0) as u64
+    }
+
     /// `total_changes()` as the user sees it: SQLite's count on `db`
     /// minus the rows Pleroma's own writes changed.
     pub fn total_changes(&self, db: &rusqlite::Connection) -> u64 {

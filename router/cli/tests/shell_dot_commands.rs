@@ -303,14 +303,16 @@ fn pleroma_sql_runs_the_dot_commands_as_sqlite3_does() {
 
 /// On a file with a persisted plane, `.changes on` counts the user's rows
 /// (not Pleroma's state rows), and a comment before `VACUUM` or `PRAGMA
-/// journal_mode` changes nothing: both as `sqlite3` on the same script
-/// (which ignores the unknown `pleroma_attach` PRAGMA).
+/// journal_mode` changes nothing: both as `sqlite3` on the same script and
+/// the same file without the plane.
 #[test]
 fn changes_and_leading_comments_on_a_persisted_plane_match_sqlite3() {
-    let script = "\
+    require_sqlite3();
+    let setup = "\
 CREATE TABLE t(id INTEGER PRIMARY KEY, region TEXT, qty INTEGER);
 INSERT INTO t(region, qty) VALUES ('n', 1), ('s', 2), ('n', 3);
-PRAGMA pleroma_attach('t', 'region', 'qty');
+";
+    let script = "\
 .changes on
 INSERT INTO t(region, qty) VALUES ('e', 4), ('w', 5);
 UPDATE t SET qty = qty + 1 WHERE region = 'n';
@@ -322,6 +324,24 @@ PRAGMA journal_mode = WAL;
 /* which mode */ PRAGMA journal_mode;
 SELECT region, SUM(qty) FROM t GROUP BY region ORDER BY region;
 ";
-    let (want, got, _d) = both("", script, &[]);
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    for d in &dirs {
+        let r = run_in(Some(d.path()), "sqlite3", &["t.db"], setup);
+        assert_eq!(r.code, Some(0), "setup: {}", r.stderr);
+    }
+    let db = dirs[1].path().join("t.db");
+    let attached = pleroma(
+        &["sql", db.to_str().unwrap(), "PRAGMA pleroma_attach('t', 'region', 'qty')"],
+        "",
+    );
+    assert_eq!(attached.code, Some(0), "attach: {}", attached.stderr);
+    let want = run_in(Some(dirs[0].path()), "sqlite3", &["t.db"], script);
+    let got = run_in(
+        Some(dirs[1].path()),
+        env!("CARGO_BIN_EXE_pleroma"),
+        &["shell", "t.db"],
+        script,
+    );
+    assert!(want.stdout.contains("changes: 2"), "{}", want.stdout);
     assert_same(&want, &got, "persisted plane");
 }
