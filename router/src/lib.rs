@@ -24,6 +24,7 @@ mod classify;
 mod connection;
 mod database;
 mod error;
+mod failed;
 mod ffi;
 mod hook;
 pub mod mutation;
@@ -37,6 +38,7 @@ mod rules;
 pub mod split;
 mod sum_exact;
 mod txn;
+mod vacuum;
 mod user_counters;
 
 pub use connection::Connection;

@@ -110,6 +110,20 @@ pub(crate) fn kind_of(sql: &str) -> StmtKind {
     }
 }
 
+/// `VACUUM` or `VACUUM main` rebuilding the main file in place (not `VACUUM
+/// INTO`, which keeps every rowid, nor another schema's VACUUM).
+pub(crate) fn is_vacuum_of_main(sql: &str) -> bool {
+    let mut words = Words::new(sql);
+    if !words.next().is_some_and(|w| w.eq_ignore_ascii_case("VACUUM")) {
+        return false;
+    }
+    match words.next() {
+        None => true,
+        Some(w) if w.eq_ignore_ascii_case("main") => words.next().is_none(),
+        Some(_) => false,
+    }
+}
+
 /// Words of a statement: identifiers (quoted ones unquoted), skipping
 /// comments. Enough for the first few keywords and a savepoint name.
 struct Words<'a> {
@@ -213,6 +227,15 @@ mod tests {
         assert_eq!(kind_of("RELEASE s2"), StmtKind::Release("s2".into()));
         assert_eq!(kind_of("drop table t"), StmtKind::Schema);
         assert_eq!(kind_of("INSERT INTO t VALUES(1)"), StmtKind::Other);
+    }
+
+    #[test]
+    fn tells_vacuum_of_main_apart() {
+        assert!(is_vacuum_of_main("VACUUM"));
+        assert!(is_vacuum_of_main(" vacuum main;"));
+        assert!(!is_vacuum_of_main("VACUUM INTO 'x.db'"));
+        assert!(!is_vacuum_of_main("VACUUM main INTO 'x.db'"));
+        assert!(!is_vacuum_of_main("VACUUM aux"));
     }
 
     #[test]
