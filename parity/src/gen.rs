@@ -842,14 +842,14 @@ impl Gen<'_> {
             let mode = *self
                 .rng
                 .pick(&["", "OR FAIL", "OR ABORT", "OR ROLLBACK", "OR IGNORE", "OR REPLACE"]);
-            let kinds = if REPLACE_JOURNAL_IN_TXN { 6 } else { 5 };
+            let kinds = if GUARD_JOURNAL_IN_TXN { 6 } else { 5 };
             let f = match self.rng.below(kinds) {
                 5 => format!(
                     "INSERT OR REPLACE INTO {v}(rowid, a, m, k) VALUES (NULL, 'p', 1, 1), (NULL, 'q', 'bad', 2)"
                 ),
                 // A STRICT type error; without STRICT the text would be
                 // stored (and refuse the attach), so a NOT NULL error.
-                0 if strict.is_empty() => {
+                0 if strict.is_empty() || (inside && !GUARD_JOURNAL_IN_TXN) => {
                     format!("INSERT {mode} INTO {v} VALUES ('p', 1, 1), ('q', 1, NULL), ('r', 3, 3)")
                 }
                 0 => format!("INSERT {mode} INTO {v} VALUES ('p', 1, 1), ('q', 'bad', 2), ('r', 3, 3)"),
@@ -1768,13 +1768,14 @@ impl Gen<'_> {
 /// own rows out of that count; see `router/src/vacuum.rs`).
 pub const COUNTERS_AFTER_VACUUM: bool = true;
 
-/// Open bug (`docs/testing.md`): inside a transaction, `INSERT OR REPLACE`
-/// naming the rowid, on a STRICT table whose only index is the plane's
-/// guard, failing on a type error after its first row: the guard index
-/// gives the statement a statement journal (`sqlite3MultiWrite` when the
-/// table has an index), so SQLite rolls the first row back, where plain
-/// SQLite (no index, no journal) keeps it.
-pub const REPLACE_JOURNAL_IN_TXN: bool = false;
+/// Open bug (`docs/testing.md`): inside a transaction, a statement that
+/// fails with an `OE_Abort` error that is no halt (a STRICT type error)
+/// after its first row, on a table whose only index is the plane's guard.
+/// The guard (a partial index whose WHERE calls a function) gives the
+/// statement a statement journal it lacks without it, so SQLite rolls the
+/// first row back where plain SQLite keeps it. Generated: a STRICT type
+/// error inside a transaction, and `INSERT OR REPLACE` naming the rowid.
+pub const GUARD_JOURNAL_IN_TXN: bool = false;
 
 /// The connection's counters, which Pleroma's own catalog writes must not
 /// move (the plain side never runs the Pleroma PRAGMAs, so they match

@@ -877,7 +877,13 @@ impl Connection {
         // VACUUM renumbers the rowids of a table without an index; a guard
         // would keep them (see `vacuum.rs`).
         let vacuum = was_auto && txn::is_vacuum_of_main(sql);
-        let guards_dropped = if vacuum && self.persisted.on && !self.lock().is_empty() {
+        // (Not while main is attached again: the state row that puts the
+        // guards back waits for the next write then.)
+        let guarded = || {
+            let planes = self.lock();
+            !planes.is_empty() && planes.main_aliases.is_empty()
+        };
+        let guards_dropped = if vacuum && self.persisted.on && guarded() {
             self.user_counters
                 .hidden(&self.db, || crate::vacuum::drop_renumbering_guards(&self.db))?
         } else {
