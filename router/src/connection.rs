@@ -1120,7 +1120,7 @@ impl Connection {
             // Commit what plain SQLite would have committed in autocommit
             // (see `failed.rs`), and nothing else; the planes follow what
             // the table holds then, never the other way round.
-            if !crate::failed::autocommit_commits(e, self.db.changes()) {
+            if !crate::failed::autocommit_commits(e, self.db.changes(), flags.counted_row) {
                 drop(shared);
                 let _ = self.db.execute_batch("ROLLBACK");
                 let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
