@@ -815,7 +815,13 @@ impl Gen<'_> {
              BEGIN INSERT INTO {v}_log VALUES (NEW.m); SELECT RAISE({raise}, 'boom'); END"
         ));
         let rows: Vec<String> = (0..self.rng.range(3, 8))
-            .map(|i| format!("('{}', {}, {i})", ["x", "y", "z"][self.rng.below(3)], self.rng.range(-5, 5)))
+            .map(|i| {
+                format!(
+                    "('{}', {}, {i})",
+                    ["x", "y", "z"][self.rng.below(3)],
+                    self.rng.range(-5, 5)
+                )
+            })
             .collect();
         self.exec(format!("INSERT INTO {v} VALUES {}", rows.join(", ")));
         self.exec(format!("INSERT INTO {v}_log VALUES (1), (2), (3)"));
@@ -839,9 +845,14 @@ impl Gen<'_> {
                 self.exec(begin.into());
                 self.exec(format!("INSERT INTO {v} VALUES ('z', 4, 40)"));
             }
-            let mode = *self
-                .rng
-                .pick(&["", "OR FAIL", "OR ABORT", "OR ROLLBACK", "OR IGNORE", "OR REPLACE"]);
+            let mode = *self.rng.pick(&[
+                "",
+                "OR FAIL",
+                "OR ABORT",
+                "OR ROLLBACK",
+                "OR IGNORE",
+                "OR REPLACE",
+            ]);
             let kinds = if GUARD_JOURNAL_IN_TXN { 6 } else { 5 };
             let f = match self.rng.below(kinds) {
                 5 => format!(

@@ -303,7 +303,11 @@ impl Pair {
             let got = read(self.pl.sqlite());
             if want != got {
                 let show = |a: &Answer| match a {
-                    Ok((_, rows)) => format!("{} rows: {:?}", rows.len(), rows.iter().take(8).collect::<Vec<_>>()),
+                    Ok((_, rows)) => format!(
+                        "{} rows: {:?}",
+                        rows.len(),
+                        rows.iter().take(8).collect::<Vec<_>>()
+                    ),
                     Err(e) => e.clone(),
                 };
                 return Err(format!(

@@ -884,8 +884,9 @@ impl Connection {
             !planes.is_empty() && planes.main_aliases.is_empty()
         };
         let guards_dropped = if vacuum && self.persisted.on && guarded() {
-            self.user_counters
-                .hidden(&self.db, || crate::vacuum::drop_renumbering_guards(&self.db))?
+            self.user_counters.hidden(&self.db, || {
+                crate::vacuum::drop_renumbering_guards(&self.db)
+            })?
         } else {
             false
         };

@@ -38,8 +38,8 @@ mod rules;
 pub mod split;
 mod sum_exact;
 mod txn;
-mod vacuum;
 mod user_counters;
+mod vacuum;
 
 pub use connection::Connection;
 pub use error::Error;

@@ -114,7 +114,10 @@ pub(crate) fn kind_of(sql: &str) -> StmtKind {
 /// INTO`, which keeps every rowid, nor another schema's VACUUM).
 pub(crate) fn is_vacuum_of_main(sql: &str) -> bool {
     let mut words = Words::new(sql);
-    if !words.next().is_some_and(|w| w.eq_ignore_ascii_case("VACUUM")) {
+    if !words
+        .next()
+        .is_some_and(|w| w.eq_ignore_ascii_case("VACUUM"))
+    {
         return false;
     }
     match words.next() {

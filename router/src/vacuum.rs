@@ -29,7 +29,8 @@ use crate::persist;
 
 /// Pleroma's own tables: their rows in `sqlite_schema` (and their
 /// automatic indexes) are not the user's.
-const OWN_TABLES: &str = "('pleroma_catalog', 'pleroma_limbs', 'pleroma_settings', 'pleroma_state')";
+const OWN_TABLES: &str =
+    "('pleroma_catalog', 'pleroma_limbs', 'pleroma_settings', 'pleroma_state')";
 
 /// Drop the guards whose table VACUUM would renumber without them: rowid
 /// tables whose only index is their guard. Returns whether any was dropped.

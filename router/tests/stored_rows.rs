@@ -30,8 +30,8 @@ fn tables(db: &rusqlite::Connection) -> Vec<(String, Vec<Vec<pleroma::Value>>)> 
     names
         .into_iter()
         .map(|n| {
-            let rows = sqlite_rows(db, &format!("SELECT rowid, * FROM {n} ORDER BY rowid"), &[])
-                .unwrap();
+            let rows =
+                sqlite_rows(db, &format!("SELECT rowid, * FROM {n} ORDER BY rowid"), &[]).unwrap();
             (n, rows)
         })
         .collect()
@@ -158,7 +158,10 @@ fn vacuum_keeps_rowids_where_plain_sqlite_keeps_them_and_puts_guards_back() {
          PRAGMA pleroma_attach('t', 'a', 'm');
          PRAGMA pleroma_attach('u', 'a', 'm');
          VACUUM;";
-    same_store(script, "SELECT a, SUM(m), COUNT(*) FROM u GROUP BY a ORDER BY a");
+    same_store(
+        script,
+        "SELECT a, SUM(m), COUNT(*) FROM u GROUP BY a ORDER BY a",
+    );
     // The guards are back, and a plain connection still cannot write.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.db");
@@ -175,7 +178,9 @@ fn vacuum_keeps_rowids_where_plain_sqlite_keeps_them_and_puts_guards_back() {
     assert_eq!(guards, 2);
     drop(pl);
     let plain = rusqlite::Connection::open(&path).unwrap();
-    assert!(plain.execute_batch("INSERT INTO u VALUES ('q', 9)").is_err());
+    assert!(plain
+        .execute_batch("INSERT INTO u VALUES ('q', 9)")
+        .is_err());
     // A fresh process trusts the persisted state: no rebuild.
     let mut again = Connection::open(&path).unwrap();
     let p = again.query("PRAGMA pleroma_planes", &[]).unwrap();
