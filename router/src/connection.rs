@@ -937,6 +937,22 @@ impl Connection {
         // failed statement there rebuilds); an autocommit statement logs
         // what it applies instead, which a snapshot's copy-on-write of the
         // first page it writes would cost several times over.
+        // VACUUM renumbers the rowids of a table without an index; a guard
+        // would keep them (see `vacuum.rs`).
+        let vacuum = was_auto && txn::is_vacuum_of_main(sql);
+        // (Not while main is attached again: the state row that puts the
+        // guards back waits for the next write then.)
+        let guarded = || {
+            let planes = self.lock();
+            !planes.is_empty() && planes.main_aliases.is_empty()
+        };
+        let guards_dropped = if vacuum && self.persisted.on && guarded() {
+            self.user_counters.hidden(&self.db, || {
+                crate::vacuum::drop_renumbering_guards(&self.db)
+            })?
+        } else {
+            false
+        };
         let before = {
             let mut s = self.lock();
             s.begin_statement(was_auto);
@@ -952,6 +968,11 @@ impl Connection {
         }
         let result = exec(&self.db, sql, params, want_rows);
         self.note_changes(sql);
+        if vacuum && result.is_ok() && !crate::mutation::active("vacuum_counts_own_rows") {
+            if let Some(rowid) = crate::vacuum::plain_last_insert_rowid(&self.db)? {
+                crate::ffi::set_last_insert_rowid(&self.db, rowid);
+            }
+        }
         let now_auto = self.db.is_autocommit();
         if sharing && !now_auto && crate::mutation::active("publish_uncommitted") {
             self.publish_mutated();
@@ -1047,7 +1068,11 @@ impl Connection {
         }
         // VACUUM runs outside any transaction and moves the schema
         // version: record that, or the next open would distrust the state.
-        if was_auto && schema_changed && self.persisted.on && !self.lock().is_empty() {
+        if was_auto
+            && (schema_changed || guards_dropped)
+            && self.persisted.on
+            && !self.lock().is_empty()
+        {
             self.persist_now(false, true)?;
         }
         if let Some(copy) = rolled_back_copy {
@@ -1150,17 +1175,26 @@ impl Connection {
             self.persisted.rolled_back();
             return Ok(result?);
         }
-        if result.is_err() && flags.events > 0 {
-            // A failed statement inside the transaction: SQLite rolled the
-            // statement back (ABORT, and every error that is not a FAIL
-            // conflict), so its log takes it back. Only a FAIL conflict
-            // keeps the earlier rows, and no hook says how many: where the
-            // statement or the schema can ask for FAIL, read them from the
-            // table, inside the transaction that commits them.
-            if fail_possible(&self.db, sql) {
+        if let Err(e) = &result {
+            // Commit what plain SQLite would have committed in autocommit
+            // (see `failed.rs`), and nothing else; the planes follow what
+            // the table holds then, never the other way round.
+            if !crate::failed::autocommit_commits(e, self.db.changes(), flags.counted_row) {
+                drop(shared);
+                let _ = self.db.execute_batch("ROLLBACK");
+                let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+                shared.take_flags();
+                if flags.events > 0 && !shared.undo_statement() {
+                    planes::rebuild_all(&self.db, &mut shared, Rebuild::Undo);
+                }
+                drop(shared);
+                self.persisted.rolled_back();
+                return Ok(result?);
+            }
+            if flags.events > 0 {
+                // Which of the applied events stayed no hook says: read the
+                // table, inside the transaction that commits it.
                 planes::rebuild_all(&self.db, &mut shared, Rebuild::FailedStatement);
-            } else if !shared.undo_statement() {
-                planes::rebuild_all(&self.db, &mut shared, Rebuild::Undo);
             }
         }
         let schema_changed = kind.is_schema_change() && result.is_ok();
@@ -1515,10 +1549,6 @@ fn exec(
     Ok((out, db.changes() as usize))
 }
 
-/// Whether a failing statement may have kept some of its rows: the word
-/// FAIL in its text (`OR FAIL`) or anywhere in the schema (`ON CONFLICT
-/// FAIL`, `RAISE(FAIL, …)` in a trigger). Conservative: a false yes only
-/// costs a rebuild.
 impl Connection {
     /// After a statement SQLite ran: what `changes()` says now, read before
     /// Pleroma writes anything of its own (a statement that changes no row,
@@ -1549,19 +1579,6 @@ fn names_columns(sql: &str) -> bool {
 /// `ALTER TABLE …`: it may drop or rename a column a guard uses.
 fn is_alter(sql: &str) -> bool {
     tokenize::starts_with_keyword(sql, "ALTER")
-}
-
-fn fail_possible(db: &rusqlite::Connection, sql: &str) -> bool {
-    let has = |s: &str| s.to_ascii_uppercase().contains("FAIL");
-    has(sql)
-        || db
-            .query_row(
-                "SELECT count(*) FROM (SELECT sql FROM main.sqlite_schema \
-                 UNION ALL SELECT sql FROM temp.sqlite_schema) WHERE upper(sql) LIKE '%FAIL%'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .map_or(true, |n| n > 0)
 }
 
 fn data_version(db: &rusqlite::Connection) -> rusqlite::Result<i64> {

@@ -73,6 +73,13 @@ impl Event<'_> {
         (rc == ffi::SQLITE_OK).then(|| unsafe { value_ref(v) })
     }
 
+    /// 0 for a row of the statement itself, 1 and more for a trigger's or
+    /// a foreign-key action's (`sqlite3_preupdate_depth`).
+    pub fn depth(&self) -> i32 {
+        // SAFETY: as in `old_value`; the call only reads the running VM.
+        unsafe { ffi::sqlite3_preupdate_depth(self.db) }
+    }
+
     /// Column `i` of the row after the change (INSERT, UPDATE).
     pub fn new_value(&self, i: i32) -> Option<ValueRef<'_>> {
         let mut v: *mut ffi::sqlite3_value = std::ptr::null_mut();

@@ -35,6 +35,9 @@ fn on_change(p: &mut Planes, ev: &Event<'_>) {
     }
     if hit {
         p.flags.events += 1;
+        if matches!(ev.op, Op::Insert | Op::Update) && ev.depth() == 0 {
+            p.flags.counted_row = true;
+        }
         if !(dim_side && crate::mutation::active("memo_not_invalidated")) {
             p.writes += 1;
         }

@@ -24,6 +24,7 @@ mod classify;
 mod connection;
 mod database;
 mod error;
+mod failed;
 mod ffi;
 mod hook;
 pub mod mutation;
@@ -39,6 +40,7 @@ mod sum_exact;
 pub mod tokenize;
 mod txn;
 mod user_counters;
+mod vacuum;
 
 pub use connection::Connection;
 pub use error::Error;

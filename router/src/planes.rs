@@ -17,6 +17,9 @@ use crate::rows::Rows;
 pub(crate) struct Flags {
     /// Row events applied to a plane.
     pub events: u64,
+    /// An INSERT or UPDATE row event of the statement itself (depth 0): a
+    /// row SQLite counts in `changes()` (see `failed.rs`).
+    pub counted_row: bool,
     pub committed: bool,
     pub rolled_back: bool,
 }

@@ -109,6 +109,22 @@ pub(crate) fn kind_of(sql: &str) -> StmtKind {
     }
 }
 
+/// `VACUUM` or `VACUUM main` rebuilding the main file in place (not `VACUUM
+/// INTO`, which keeps every rowid, nor another schema's VACUUM).
+pub(crate) fn is_vacuum_of_main(sql: &str) -> bool {
+    let mut words = tokenize::code(sql).filter(|t| t.kind != tokenize::Kind::Semi);
+    if !words.next().is_some_and(|t| t.is("VACUUM")) {
+        return false;
+    }
+    match words.next() {
+        None => true,
+        Some(t) if t.kind != tokenize::Kind::String && t.value().eq_ignore_ascii_case("main") => {
+            words.next().is_none()
+        }
+        Some(_) => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +146,15 @@ mod tests {
         assert_eq!(kind_of("RELEASE s2"), StmtKind::Release("s2".into()));
         assert_eq!(kind_of("drop table t"), StmtKind::Schema);
         assert_eq!(kind_of("INSERT INTO t VALUES(1)"), StmtKind::Other);
+    }
+
+    #[test]
+    fn tells_vacuum_of_main_apart() {
+        assert!(is_vacuum_of_main("VACUUM"));
+        assert!(is_vacuum_of_main(" vacuum main;"));
+        assert!(!is_vacuum_of_main("VACUUM INTO 'x.db'"));
+        assert!(!is_vacuum_of_main("VACUUM main INTO 'x.db'"));
+        assert!(!is_vacuum_of_main("VACUUM aux"));
     }
 
     #[test]

@@ -1,0 +1,189 @@
+//! Pleroma must never change what SQLite stores. Guards against two bugs:
+//! a failed autocommit statement, run inside Pleroma's persisting wrap
+//! (`BEGIN IMMEDIATE` … `COMMIT`), committed rows that plain SQLite rolls
+//! back (a STRICT type error under `OR REPLACE` or `OR FAIL` is `OE_Abort`,
+//! whatever the words say) or, read from words, lost rows that it keeps;
+//! and a VACUUM with a persisted plane kept the rowids that plain SQLite
+//! renumbers (the guard index made VACUUM copy them), with a
+//! `last_insert_rowid()` that counted Pleroma's schema rows.
+//!
+//! Each script runs on a persisted Pleroma file and on a plain SQLite file;
+//! after it, every table is compared row for row with its rowids, and the
+//! plane's answers with SQLite's.
+
+mod common;
+use common::*;
+use pleroma::{Connection, RouteKind};
+
+/// Every user table, `rowid, *` in rowid order.
+fn tables(db: &rusqlite::Connection) -> Vec<(String, Vec<Vec<pleroma::Value>>)> {
+    let names: Vec<String> = db
+        .prepare(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite%' \
+             AND name NOT LIKE 'pleroma%' ORDER BY name",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    names
+        .into_iter()
+        .map(|n| {
+            let rows =
+                sqlite_rows(db, &format!("SELECT rowid, * FROM {n} ORDER BY rowid"), &[]).unwrap();
+            (n, rows)
+        })
+        .collect()
+}
+
+/// Run `script` on both sides; then the tables, the counters and the
+/// plane's answer to `probe` must be SQLite's.
+fn same_store(script: &str, probe: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut pl = Connection::open(dir.path().join("p.db")).unwrap();
+    let sq = rusqlite::Connection::open(dir.path().join("s.db")).unwrap();
+    twin_script(&mut pl, &sq, script);
+    assert_eq!(tables(pl.sqlite()), tables(&sq), "{script}");
+    let counters = "SELECT last_insert_rowid(), changes(), total_changes()";
+    assert_eq!(
+        pl.query(counters, &[]).unwrap().rows,
+        sqlite_rows(&sq, counters, &[]).unwrap(),
+        "{script}"
+    );
+    pl.execute_batch("PRAGMA pleroma_route = plane").unwrap();
+    let a = pl.query(probe, &[]).unwrap().rows;
+    assert_eq!(pl.last_route().kind, RouteKind::Plane, "{probe}");
+    assert_eq!(a, sqlite_rows(&sq, probe, &[]).unwrap(), "{script}");
+}
+
+const STRICT_T: &str = "CREATE TABLE t(id INTEGER PRIMARY KEY, m0 INTEGER, g INT, chan INT) STRICT;
+    PRAGMA pleroma_attach('t', 'chan, g', 'm0');";
+const PROBE_T: &str = "SELECT chan, g, SUM(m0), COUNT(*) FROM t GROUP BY chan, g ORDER BY chan, g";
+
+#[test]
+fn a_type_error_under_or_replace_in_autocommit_keeps_nothing() {
+    for mode in ["OR REPLACE", "OR FAIL", "OR IGNORE", "OR ABORT", ""] {
+        same_store(
+            &format!(
+                "{STRICT_T}
+                 INSERT INTO t(m0, g, chan) VALUES (5, 1, 1);
+                 INSERT {mode} INTO t(m0, g, chan) VALUES (-7, -2, 202401), (-9, 'x', 202401);
+                 UPDATE {mode} t SET g = CASE WHEN id = 1 THEN 'y' ELSE g END;"
+            ),
+            PROBE_T,
+        );
+    }
+}
+
+#[test]
+fn a_fail_conflict_in_autocommit_keeps_its_earlier_rows() {
+    same_store(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, d INT, m INT, u INT UNIQUE);
+         PRAGMA pleroma_attach('t', 'd', 'm');
+         INSERT INTO t(d, m, u) VALUES (1, 1, 1);
+         INSERT OR FAIL INTO t(d, m, u) VALUES (2, 2, 2), (3, 3, 3), (4, 4, 1), (5, 5, 5);
+         UPDATE OR FAIL t SET u = u + 1;",
+        "SELECT d, SUM(m), COUNT(*) FROM t GROUP BY d ORDER BY d",
+    );
+}
+
+#[test]
+fn a_raise_after_trigger_writes_keeps_what_sqlite_keeps() {
+    for raise in ["FAIL", "ABORT", "ROLLBACK", "IGNORE"] {
+        for begin in ["", "BEGIN;"] {
+            same_store(
+                &format!(
+                    "CREATE TABLE t(d TEXT, m INT NOT NULL ON CONFLICT FAIL);
+                     CREATE TABLE log(x);
+                     CREATE TRIGGER boom BEFORE INSERT ON t WHEN NEW.d = 'boom'
+                       BEGIN INSERT INTO log VALUES (NEW.m); INSERT INTO t VALUES ('side', 1);
+                       SELECT RAISE({raise}, 'boom'); END;
+                     PRAGMA pleroma_attach('t', 'd', 'm');
+                     {begin}
+                     INSERT INTO t VALUES ('a', 1), ('b', 2);
+                     INSERT INTO t VALUES ('c', 3), ('boom', 4), ('e', 5);
+                     INSERT INTO t VALUES ('boom', 6);
+                     INSERT INTO t VALUES ('f', NULL);
+                     COMMIT;"
+                ),
+                "SELECT d, SUM(m), COUNT(*) FROM t GROUP BY d ORDER BY d",
+            );
+        }
+    }
+}
+
+#[test]
+fn vacuum_renumbers_rowids_as_plain_sqlite_does() {
+    same_store(
+        "CREATE TABLE t(a TEXT, m INT);
+         INSERT INTO t VALUES ('x', 1), ('y', 2), ('z', 3), ('w', 4);
+         UPDATE t SET rowid = -rowid WHERE a = 'y';
+         DELETE FROM t WHERE a = 'w';
+         PRAGMA pleroma_attach('t', 'a', 'm');
+         VACUUM;
+         INSERT INTO t VALUES ('v', 5);",
+        "SELECT a, SUM(m), COUNT(*) FROM t GROUP BY a ORDER BY a",
+    );
+}
+
+#[test]
+fn vacuum_leaves_last_insert_rowid_as_plain_sqlite_does() {
+    // A trigger (and a view) in the schema: VACUUM's last insert is theirs
+    // into the new sqlite_schema.
+    same_store(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, a TEXT, m INT);
+         CREATE TABLE other(x);
+         INSERT INTO t(a, m) VALUES ('x', 1), ('y', 2);
+         PRAGMA pleroma_attach('t', 'a', 'm');
+         CREATE TRIGGER tr AFTER DELETE ON other BEGIN SELECT 1; END;
+         CREATE VIEW vw AS SELECT a FROM t;
+         INSERT INTO other VALUES (7);
+         VACUUM;
+         SELECT last_insert_rowid();
+         UPDATE OR REPLACE t SET id = 1 WHERE id = 2;",
+        "SELECT a, SUM(m), COUNT(*) FROM t GROUP BY a ORDER BY a",
+    );
+}
+
+#[test]
+fn vacuum_keeps_rowids_where_plain_sqlite_keeps_them_and_puts_guards_back() {
+    let script = "CREATE TABLE t(a TEXT, m INT);
+         CREATE INDEX t_m ON t(m);
+         CREATE TABLE u(a TEXT, m INT);
+         INSERT INTO t VALUES ('x', 1), ('y', 2), ('z', 3);
+         INSERT INTO u VALUES ('x', 1), ('y', 2), ('z', 3);
+         UPDATE t SET rowid = -rowid WHERE a = 'y';
+         UPDATE u SET rowid = -rowid WHERE a = 'y';
+         PRAGMA pleroma_attach('t', 'a', 'm');
+         PRAGMA pleroma_attach('u', 'a', 'm');
+         VACUUM;";
+    same_store(
+        script,
+        "SELECT a, SUM(m), COUNT(*) FROM u GROUP BY a ORDER BY a",
+    );
+    // The guards are back, and a plain connection still cannot write.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.db");
+    let mut pl = Connection::open(&path).unwrap();
+    pl.execute_batch(script).unwrap();
+    let guards: i64 = pl
+        .sqlite()
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name IN ('pleroma_guard_t', 'pleroma_guard_u')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(guards, 2);
+    drop(pl);
+    let plain = rusqlite::Connection::open(&path).unwrap();
+    assert!(plain
+        .execute_batch("INSERT INTO u VALUES ('q', 9)")
+        .is_err());
+    // A fresh process trusts the persisted state: no rebuild.
+    let mut again = Connection::open(&path).unwrap();
+    let p = again.query("PRAGMA pleroma_planes", &[]).unwrap();
+    let i = p.columns.iter().position(|c| c == "rebuilds").unwrap();
+    assert!(p.rows.iter().all(|r| r[i] == pleroma::Value::Integer(0)));
+}
