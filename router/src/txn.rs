@@ -118,7 +118,7 @@ pub(crate) fn is_vacuum_of_main(sql: &str) -> bool {
     }
     match words.next() {
         None => true,
-        Some(t) if t.kind != tokenize::Kind::String && t.value().eq_ignore_ascii_case("main") => {
+        Some(t) if t.value().eq_ignore_ascii_case("main") => {
             words.next().is_none()
         }
         Some(_) => false,

@@ -557,12 +557,11 @@ impl Report {
 
 /// `sqlite3` draws the answer of EXPLAIN QUERY PLAN as a tree.
 fn is_query_plan(stmt: &str) -> bool {
-    let words: Vec<String> = stmt
-        .split_whitespace()
-        .take(3)
-        .map(str::to_ascii_uppercase)
-        .collect();
-    words == ["EXPLAIN", "QUERY", "PLAN"]
+    // The words as SQLite reads them: comments before or between skipped.
+    let mut words = pleroma::tokenize::code(stmt);
+    ["EXPLAIN", "QUERY", "PLAN"]
+        .iter()
+        .all(|kw| words.next().is_some_and(|t| t.is(kw)))
 }
 
 fn set_flag(flag: &mut bool, name: &str, v: &str) -> Result<(), String> {
