@@ -822,6 +822,12 @@ impl Connection {
         }
         self.persisted.adopted(p.mark, &shared);
         drop(shared);
+        if self.persisted.on {
+            // Adopted planes skip open's checks: the guard keys of this
+            // file still have to be known for its writes to pass.
+            self.guard
+                .set_keys(persist::file_keys(&self.db).ok().flatten());
+        }
         if !same {
             self.forget_plans();
         }

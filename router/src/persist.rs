@@ -64,7 +64,7 @@ pub(crate) struct Guard {
 }
 
 impl Guard {
-    fn set_keys(&self, keys: Option<(i64, i64)>) {
+    pub(crate) fn set_keys(&self, keys: Option<(i64, i64)>) {
         let (id, secret) = keys.unwrap_or((0, 0));
         self.id.store(id, Ordering::Relaxed);
         self.secret.store(secret, Ordering::Relaxed);
