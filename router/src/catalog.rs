@@ -786,6 +786,9 @@ pub(crate) enum Rebuild {
     GuardMissing,
     /// The table was emptied outside Pleroma (`DELETE` without `WHERE`).
     EmptiedOutside,
+    /// A write passed a guard without Pleroma: a stand-in for its function
+    /// left rows in the guard index.
+    GuardBypassed,
     /// Another commit landed between this transaction's last sync and its
     /// first write.
     StaleBase,
@@ -805,6 +808,9 @@ impl Rebuild {
             Rebuild::SchemaOutside => "the schema changed outside Pleroma",
             Rebuild::GuardMissing => "the plane's write guard is missing",
             Rebuild::EmptiedOutside => "the table was emptied outside Pleroma",
+            Rebuild::GuardBypassed => {
+                "a write passed the plane's guard outside Pleroma (its index is not empty)"
+            }
             Rebuild::StaleBase => "a commit landed before this transaction's first write",
         }
     }
@@ -824,12 +830,24 @@ pub(crate) fn main_aliases(db: &rusqlite::Connection) -> rusqlite::Result<Vec<St
     if main.is_empty() {
         return Ok(Vec::new());
     }
-    let canon = |f: &str| std::fs::canonicalize(f).ok();
-    let main_c = canon(&main);
+    // The same file by any path (a hard link included): the same device
+    // and inode.
+    let ident = |f: &str| {
+        if crate::mutation::active("alias_by_path") {
+            return std::fs::canonicalize(f)
+                .ok()
+                .map(|p| (0, p.to_string_lossy().len() as u64, p));
+        }
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(f)
+            .ok()
+            .map(|m| (m.dev(), m.ino(), std::path::PathBuf::new()))
+    };
+    let main_c = ident(&main);
     Ok(rows
         .into_iter()
         .filter(|(n, f)| {
-            n != "main" && !f.is_empty() && (f == &main || (main_c.is_some() && canon(f) == main_c))
+            n != "main" && !f.is_empty() && (f == &main || (main_c.is_some() && ident(f) == main_c))
         })
         .map(|(n, _)| n)
         .collect())

@@ -115,7 +115,7 @@ impl Connection {
             memo: LruCache::new(MEMO_CAPACITY),
             user_counters,
             plans_epoch: 0,
-            persisted: Persisted::new(persist_on),
+            persisted: Persisted::new(persist_on, guard.clone()),
             guard,
             last_changes: 0,
             database,
@@ -250,6 +250,7 @@ impl Connection {
 
     /// The one path every statement takes.
     fn run(&mut self, sql: &str, params: &[Value], want_rows: bool) -> Result<(Rows, usize)> {
+        let auto = self.db.is_autocommit();
         let allow = self.allow_guard();
         let r = self.run_allowed(sql, params, want_rows);
         drop(allow);
@@ -265,11 +266,32 @@ impl Connection {
                 .refused
                 .swap(false, std::sync::atomic::Ordering::Relaxed)
         {
-            // Another connection may have turned persistence on: the next
-            // statement follows the setting.
+            // Another connection may have turned persistence on, attached a
+            // plane or made new guards: follow the file. An autocommit
+            // statement (undone whole by SQLite) runs once more on the
+            // planes as they are now.
             self.refresh_persist()?;
+            if auto && self.db.is_autocommit() {
+                self.reopen_planes()?;
+                let allow = self.allow_guard();
+                let r = self.run_allowed(sql, params, want_rows);
+                drop(allow);
+                self.guard
+                    .refused
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
+                return r;
+            }
         }
         r
+    }
+
+    /// Open the planes the catalog lists again, as a new connection would.
+    fn reopen_planes(&mut self) -> Result<()> {
+        self.data_version = self.read_data_version()?;
+        self.persisted.forget();
+        self.open_planes()?;
+        self.forget_plans();
+        self.publish()
     }
 
     /// While it lives, the guard function lets this connection's writes
@@ -277,7 +299,12 @@ impl Connection {
     fn allow_guard(&self) -> AllowGuard {
         // With the file attached a second time, a write through that
         // handle cannot share a transaction with the state row: refused.
-        let allow = self.persisted.on && self.lock().main_aliases.is_empty();
+        // A connection without planes persists nothing: it passes no guard.
+        let allow = self.persisted.on && {
+            let planes = self.lock();
+            planes.main_aliases.is_empty()
+                && (!planes.is_empty() || crate::mutation::active("guard_passes_any_file"))
+        };
         self.guard
             .allow
             .store(allow, std::sync::atomic::Ordering::Relaxed);
@@ -858,6 +885,12 @@ impl Connection {
         }
         self.persisted.adopted(p.mark, &shared);
         drop(shared);
+        if self.persisted.on {
+            // Adopted planes skip open's checks: the guard keys of this
+            // file still have to be known for its writes to pass.
+            self.guard
+                .set_keys(persist::file_keys(&self.db).ok().flatten());
+        }
         if !same {
             self.forget_plans();
         }

@@ -19,7 +19,8 @@
 //! the guard lets through) seen by a one-row probe. Otherwise the planes
 //! are rebuilt from the tables, and `pleroma_planes` says why.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::hash::Hasher;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
 use pleroma_plane::{Image, Plane, PlaneConfig, Snapshot};
@@ -38,7 +39,8 @@ const DELTA: &str = "delta";
 /// A commit writes a checkpoint instead of a delta once this many deltas
 /// follow the last one, or once they outweigh it.
 const COMPACT_DELTAS: usize = 256;
-const BODY_MAGIC: &[u8; 4] = b"PLST";
+/// The body format: `PLS2` chains every row to its predecessor.
+const BODY_MAGIC: &[u8; 4] = b"PLS2";
 
 /// The settings table (`persist = off` turns persistence off).
 const SETTINGS: &str = "pleroma_settings";
@@ -53,12 +55,38 @@ pub(crate) struct Guard {
     pub allow: AtomicBool,
     /// The guard refused a write since this was last cleared.
     pub refused: AtomicBool,
+    /// The main file's guard keys (0: none known): its guards pass `id` as
+    /// the first argument, and a row stays out of a guard index only when
+    /// the function returns `secret`, which only this function does, and
+    /// only for the file whose writes this connection persists.
+    pub id: AtomicI64,
+    pub secret: AtomicI64,
+}
+
+impl Guard {
+    pub(crate) fn set_keys(&self, keys: Option<(i64, i64)>) {
+        let (id, secret) = keys.unwrap_or((0, 0));
+        self.id.store(id, Ordering::Relaxed);
+        self.secret.store(secret, Ordering::Relaxed);
+    }
+
+    /// Pleroma's own writes of the state row: allowed while `f` runs.
+    fn allowing<T>(&self, f: impl FnOnce() -> T) -> T {
+        let was = self.allow.swap(true, Ordering::Relaxed);
+        let r = f();
+        self.allow.store(was, Ordering::Relaxed);
+        r
+    }
 }
 
 /// Register the guard function on a Pleroma connection. Deterministic (a
 /// partial index needs that) and innocuous (so `trusted_schema = OFF`
-/// still lets the schema call it); it returns 1 when allowed, so no row is
-/// ever in a guard index.
+/// still lets the schema call it). A guard reads `WHERE pleroma_guard(id,
+/// cols…) IS NOT secret`: it returns the file's secret only for a write
+/// this connection persists for that very file (`id`), so no such row is
+/// ever in a guard index, and any stand-in that returns anything else puts
+/// the rows it writes into the index (or fails an `UPDATE`/`DELETE` with
+/// SQLite's index-corruption check), which open and follow see.
 pub(crate) fn register_guard(db: &rusqlite::Connection, g: Arc<Guard>) -> rusqlite::Result<()> {
     db.create_scalar_function(
         GUARD_FN,
@@ -66,15 +94,25 @@ pub(crate) fn register_guard(db: &rusqlite::Connection, g: Arc<Guard>) -> rusqli
         FunctionFlags::SQLITE_UTF8
             | FunctionFlags::SQLITE_DETERMINISTIC
             | FunctionFlags::SQLITE_INNOCUOUS,
-        move |_| {
-            if g.allow.load(Ordering::Relaxed) {
-                return Ok(1i64);
+        move |ctx| {
+            let id = if ctx.is_empty() {
+                None
+            } else {
+                ctx.get_raw(0).as_i64().ok()
+            };
+            let known = g.id.load(Ordering::Relaxed);
+            let this_file = known != 0 && id == Some(known);
+            if g.allow.load(Ordering::Relaxed)
+                && (this_file || crate::mutation::active("guard_passes_any_file"))
+            {
+                return Ok(g.secret.load(Ordering::Relaxed));
             }
             g.refused.store(true, Ordering::Relaxed);
             Err(rusqlite::Error::UserFunctionError(
                 "pleroma_guard: this table has a persisted plane, and this write would bypass it: \
-                 write through pleroma::Connection::execute (not Connection::sqlite()); if \
-                 another connection has just turned persistence on, run the statement again"
+                 write through pleroma::Connection::execute (not Connection::sqlite()) on a \
+                 connection opened on this very file (a write into another attached file with \
+                 persisted planes, or into the main file through a second name, is refused)"
                     .into(),
             ))
         },
@@ -137,6 +175,11 @@ pub(crate) struct Persisted {
     pub schema_version: i64,
     /// The fingerprint of the schema recorded with it ([`schema_hash`]).
     pub schema_hash: i64,
+    /// The chain value of the row at `seq` ([`row_chain`]): a follower
+    /// goes on from `seq` only while that row is still exactly this one.
+    pub chain: u64,
+    /// The guard function's keys of this connection.
+    pub guard: Arc<Guard>,
     /// The planes at `seq`, by definition.
     base: Vec<(PlaneDef, Snapshot)>,
     /// Deltas since the last checkpoint, their bytes, the checkpoint's.
@@ -151,6 +194,7 @@ struct Pending {
     seq: i64,
     schema_version: i64,
     schema_hash: i64,
+    chain: u64,
     base: Vec<(PlaneDef, Snapshot)>,
     checkpoint: bool,
     bytes: usize,
@@ -162,13 +206,15 @@ pub(crate) struct Mark {
     pub seq: Option<i64>,
     pub schema_version: i64,
     pub schema_hash: i64,
+    pub chain: u64,
 }
 
 impl Persisted {
     /// Nothing known yet; `on` for a database file.
-    pub fn new(on: bool) -> Persisted {
+    pub fn new(on: bool, guard: Arc<Guard>) -> Persisted {
         Persisted {
             on,
+            guard,
             ..Persisted::default()
         }
     }
@@ -178,6 +224,7 @@ impl Persisted {
             seq: self.seq,
             schema_version: self.schema_version,
             schema_hash: self.schema_hash,
+            chain: self.chain,
         }
     }
 
@@ -187,6 +234,7 @@ impl Persisted {
         self.seq = m.seq;
         self.schema_version = m.schema_version;
         self.schema_hash = m.schema_hash;
+        self.chain = m.chain;
         self.base = bases(planes);
         self.pending = None;
     }
@@ -205,6 +253,7 @@ impl Persisted {
             self.seq = Some(p.seq);
             self.schema_version = p.schema_version;
             self.schema_hash = p.schema_hash;
+            self.chain = p.chain;
             self.base = p.base;
             if p.checkpoint {
                 self.deltas = 0;
@@ -276,14 +325,15 @@ fn entry_key(def: &PlaneDef) -> String {
     )
 }
 
-fn encode_body(items: &[(String, Vec<u8>)]) -> Vec<u8> {
+fn encode_body(prev: u64, items: &[(String, Vec<u8>)]) -> Vec<u8> {
     let mut w = Vec::with_capacity(
-        16 + items
+        24 + items
             .iter()
             .map(|(k, v)| 8 + k.len() + v.len())
             .sum::<usize>(),
     );
     w.extend_from_slice(BODY_MAGIC);
+    w.extend_from_slice(&prev.to_le_bytes());
     w.extend_from_slice(&(items.len() as u32).to_le_bytes());
     for (k, v) in items {
         w.extend_from_slice(&(k.len() as u32).to_le_bytes());
@@ -298,7 +348,7 @@ fn encode_body(items: &[(String, Vec<u8>)]) -> Vec<u8> {
 
 fn decode_body(b: &[u8]) -> Result<Vec<(String, Image)>, Rebuild> {
     let corrupt = Rebuild::PersistCorrupt;
-    if b.len() < 12 {
+    if b.len() < 20 {
         return Err(corrupt);
     }
     let (body, crc) = b.split_at(b.len() - 4);
@@ -308,7 +358,7 @@ fn decode_body(b: &[u8]) -> Result<Vec<(String, Image)>, Rebuild> {
     if &body[..4] != BODY_MAGIC {
         return Err(corrupt);
     }
-    let mut i: usize = 4;
+    let mut i: usize = 12;
     let mut take = |n: usize| -> Result<&[u8], Rebuild> {
         let end = i
             .checked_add(n)
@@ -334,6 +384,26 @@ fn decode_body(b: &[u8]) -> Result<Vec<(String, Image)>, Rebuild> {
         return Err(corrupt);
     }
     Ok(out)
+}
+
+/// The chain value of the row before this one, recorded in its body
+/// (`None`: not a body of this format).
+fn body_prev(b: &[u8]) -> Option<u64> {
+    (b.len() >= 20 && &b[..4] == BODY_MAGIC)
+        .then(|| u64::from_le_bytes(b[4..12].try_into().expect("8 bytes")))
+}
+
+/// A state row's chain value: a 64-bit SipHash of everything in it, its
+/// body included, which holds the previous row's chain value. Equal chain
+/// values at one `seq` mean the same history of rows up to it.
+fn row_chain(r: &StateRow) -> u64 {
+    let mut h = siphasher::sip::SipHasher13::new_with_keys(0x706c_6572_6f6d_6121, 0x7374_6174_6521);
+    h.write_i64(r.seq);
+    h.write(r.kind.as_bytes());
+    h.write_i64(r.schema_version);
+    h.write_i64(r.schema_hash);
+    h.write(&r.body);
+    h.finish()
 }
 
 /// A fingerprint of the schema: CRC-32 of every object's type, name,
@@ -373,7 +443,7 @@ fn object_sql(db: &rusqlite::Connection, name: &str) -> rusqlite::Result<Option<
 }
 
 /// The guard of one table: its index name and its statement.
-fn guard_of(table: &str, columns: &[&str]) -> (String, String) {
+fn guard_of(table: &str, columns: &[&str], (id, secret): (i64, i64)) -> (String, String) {
     let name = format!("pleroma_guard_{table}");
     let cols = columns
         .iter()
@@ -381,7 +451,7 @@ fn guard_of(table: &str, columns: &[&str]) -> (String, String) {
         .collect::<Vec<_>>()
         .join(", ");
     let sql = format!(
-        "CREATE INDEX {} ON {}({}) WHERE {GUARD_FN}({cols}) = 0",
+        "CREATE INDEX {} ON {}({}) WHERE {GUARD_FN}({id}, {cols}) IS NOT {secret}",
         quote(&name),
         quote(table),
         quote(columns[0]),
@@ -391,7 +461,10 @@ fn guard_of(table: &str, columns: &[&str]) -> (String, String) {
 
 /// The guards the planes need: one per planed table (and the state table
 /// itself), over every column a plane of that table reads.
-fn guards_needed<'a>(defs: impl Iterator<Item = &'a PlaneDef>) -> Vec<(String, String)> {
+fn guards_needed<'a>(
+    defs: impl Iterator<Item = &'a PlaneDef>,
+    keys: (i64, i64),
+) -> Vec<(String, String)> {
     let mut tables: Vec<(String, Vec<&str>)> = Vec::new();
     for def in defs {
         let cols = def.dims.iter().chain(&def.measures).map(String::as_str);
@@ -412,25 +485,74 @@ fn guards_needed<'a>(defs: impl Iterator<Item = &'a PlaneDef>) -> Vec<(String, S
     let mut out: Vec<_> = tables
         .iter()
         .filter(|(_, cs)| !cs.is_empty())
-        .map(|(t, cs)| guard_of(t, cs))
+        .map(|(t, cs)| guard_of(t, cs, keys))
         .collect();
     out.push(guard_of(
         STATE,
         &["seq", "kind", "schema_version", "schema_hash", "body"],
+        keys,
     ));
     out
 }
 
-/// The state table and every guard, created or brought up to date. Inside
-/// the caller's write transaction.
-fn ensure_schema(db: &rusqlite::Connection, views: &[View]) -> rusqlite::Result<()> {
+/// The file's guard keys, as its state table's guard records them.
+pub(crate) fn file_keys(db: &rusqlite::Connection) -> rusqlite::Result<Option<(i64, i64)>> {
+    let name = format!("pleroma_guard_{STATE}");
+    let Some(Some(sql)) = object_sql(db, &name)? else {
+        return Ok(None);
+    };
+    let num = |s: &str| -> Option<i64> {
+        let d: String = s.chars().take_while(char::is_ascii_digit).collect();
+        d.parse().ok().filter(|&n: &i64| n > 0)
+    };
+    let id = sql
+        .find(&format!("{GUARD_FN}("))
+        .and_then(|i| num(&sql[i + GUARD_FN.len() + 1..]));
+    let secret = sql.rfind(" IS NOT ").and_then(|i| num(&sql[i + 8..]));
+    Ok(id.zip(secret))
+}
+
+/// Fresh keys for a file that has no guard: random, positive.
+fn new_keys() -> (i64, i64) {
+    use std::hash::BuildHasher;
+    let r = || {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        (h.finish() & (i64::MAX as u64)).max(1) as i64
+    };
+    (r(), r())
+}
+
+/// Whether a guard index holds no entry: its root page is an empty leaf
+/// (one page read through `dbstat`, whose first row is the root).
+fn guard_empty(db: &rusqlite::Connection, name: &str) -> rusqlite::Result<bool> {
+    let root: Option<(String, i64)> = db
+        .prepare_cached("SELECT pagetype, ncell FROM dbstat('main') WHERE name = ?1 LIMIT 1")?
+        .query_row([name], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    Ok(matches!(root, Some((t, 0)) if t == "leaf"))
+}
+
+/// The state table and every guard, created or brought up to date (a
+/// guard with an entry in it is made again). Inside the caller's write
+/// transaction.
+fn ensure_schema(db: &rusqlite::Connection, views: &[View], guard: &Guard) -> rusqlite::Result<()> {
+    let keys = match file_keys(db)? {
+        Some(k) => k,
+        None => new_keys(),
+    };
+    guard.set_keys(Some(keys));
     db.execute_batch(&format!(
         "CREATE TABLE IF NOT EXISTS main.{STATE}(seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, \
          schema_version INTEGER NOT NULL, schema_hash INTEGER NOT NULL, body BLOB NOT NULL)"
     ))?;
-    for (name, sql) in guards_needed(views.iter().filter(|v| !v.broken).map(|v| &v.def)) {
+    for (name, sql) in guards_needed(views.iter().filter(|v| !v.broken).map(|v| &v.def), keys) {
         match object_sql(db, &name)? {
-            Some(Some(s)) if s == sql => continue,
+            Some(Some(s)) if s == sql && guard_empty(db, &name)? => continue,
             Some(_) => db.execute_batch(&format!("DROP INDEX main.{}", quote(&name)))?,
             None => {}
         }
@@ -441,22 +563,32 @@ fn ensure_schema(db: &rusqlite::Connection, views: &[View]) -> rusqlite::Result<
     Ok(())
 }
 
-/// Whether every guard is in place as Pleroma wrote it.
-fn guards_ok(db: &rusqlite::Connection, planes: &Planes) -> rusqlite::Result<bool> {
+/// Whether every guard is in place as Pleroma wrote it (`Err`: which
+/// check failed), and empty: no write passed it but Pleroma's.
+fn guards_ok(db: &rusqlite::Connection, planes: &Planes, guard: &Guard) -> Result<(), Untrusted> {
+    let keys = file_keys(db)?;
+    guard.set_keys(keys);
+    let Some(keys) = keys else {
+        return Err(Rebuild::GuardMissing.into());
+    };
     for (name, sql) in guards_needed(
         planes
             .entries
             .iter()
             .filter(|e| e.broken.is_none())
             .map(|e| &e.def),
+        keys,
     ) {
         let stored = object_sql(db, &name)?.flatten();
         let want = sql.replacen("CREATE INDEX ", "CREATE INDEX main.", 1);
         if stored.as_deref() != Some(sql.as_str()) && stored.as_deref() != Some(want.as_str()) {
-            return Ok(false);
+            return Err(Rebuild::GuardMissing.into());
+        }
+        if !crate::mutation::active("guard_index_unchecked") && !guard_empty(db, &name)? {
+            return Err(Rebuild::GuardBypassed.into());
         }
     }
-    Ok(true)
+    Ok(())
 }
 
 /// Before an `ALTER TABLE`: drop every guard (SQLite refuses to drop or
@@ -549,6 +681,26 @@ fn read_rows(db: &rusqlite::Connection, after: Option<i64>) -> rusqlite::Result<
     Ok(rows)
 }
 
+/// The row at `seq`, if any.
+fn read_row(db: &rusqlite::Connection, seq: i64) -> rusqlite::Result<Option<StateRow>> {
+    if !has_state(db)? {
+        return Ok(None);
+    }
+    db.prepare_cached(&format!(
+        "SELECT seq, kind, schema_version, schema_hash, body FROM main.{STATE} WHERE seq = ?1"
+    ))?
+    .query_row([seq], |r| {
+        Ok(StateRow {
+            seq: r.get(0)?,
+            kind: r.get(1)?,
+            schema_version: r.get(2)?,
+            schema_hash: r.get(3)?,
+            body: r.get(4)?,
+        })
+    })
+    .optional()
+}
+
 /// Why the persisted state cannot be trusted (the planes are rebuilt), or a
 /// SQLite error reading it.
 pub(crate) enum Untrusted {
@@ -620,20 +772,22 @@ pub(crate) fn open(
         .collect();
     apply_body(&mut entries, &first.body, true)?;
     let mut last = first;
+    let mut chain = row_chain(first);
     let stale = crate::mutation::active("trust_stale_checkpoint");
     for r in &rows[1..] {
         if stale {
             break;
         }
-        if r.seq != last.seq + 1 {
+        if r.seq != last.seq + 1 || body_prev(&r.body) != Some(chain) {
             return Err(Rebuild::PersistGap.into());
         }
+        chain = row_chain(r);
         apply_body(&mut entries, &r.body, r.kind == CHECKPOINT)?;
         last = r;
     }
     let mut planes = Planes::default();
     planes.entries = entries;
-    verify(db, &planes, last.schema_version, last.schema_hash)?;
+    verify(db, &planes, last.schema_version, last.schema_hash, &p.guard)?;
     for e in &mut planes.entries {
         if let Err(reason) = catalog::resolve_columns(db, e) {
             e.broken = Some(reason);
@@ -642,6 +796,7 @@ pub(crate) fn open(
     p.seq = Some(last.seq);
     p.schema_version = last.schema_version;
     p.schema_hash = last.schema_hash;
+    p.chain = chain;
     p.base = bases(&planes);
     p.pending = None;
     p.deltas = rows.len() - 1;
@@ -658,18 +813,19 @@ fn verify(
     planes: &Planes,
     recorded: i64,
     recorded_hash: i64,
+    guard: &Guard,
 ) -> Result<(), Untrusted> {
     if crate::mutation::active("plain_write_ignored") {
         return Ok(());
     }
     // The same version: no DDL since. Another version with the same
-    // fingerprint: a copy made by the backup API (which moves the version).
+    // fingerprint (which holds the file's guard keys) is a copy made by the
+    // backup API (which moves the version) only if no write passed a guard
+    // since: every guard index empty, checked next, whatever the version.
     if schema_version(db)? != recorded && schema_hash(db)? != recorded_hash {
         return Err(Rebuild::SchemaOutside.into());
     }
-    if !guards_ok(db, planes)? {
-        return Err(Rebuild::GuardMissing.into());
-    }
+    guards_ok(db, planes, guard)?;
     if !probes_ok(db, planes)? {
         return Err(Rebuild::EmptiedOutside.into());
     }
@@ -702,6 +858,15 @@ pub(crate) fn follow(
     {
         return Ok(Followed::Reload);
     }
+    // Continuity: the row this connection applied last must still be
+    // there, exactly (a restored backup, an emptied or rewritten log, a
+    // reused seq all change it), and each row after it must name it as its
+    // predecessor. Otherwise open again from the file's own state.
+    if !crate::mutation::active("follow_without_continuity")
+        && read_row(db, seq)?.map(|r| row_chain(&r)) != Some(p.chain)
+    {
+        return Ok(Followed::Reload);
+    }
     let rows = read_rows(db, Some(seq))?;
     if rows.iter().any(|r| r.kind == CHECKPOINT) {
         return Ok(Followed::Reload);
@@ -719,17 +884,24 @@ pub(crate) fn follow(
         })
         .collect();
     let mut last = (seq, p.schema_version, p.schema_hash);
+    let mut chain = p.chain;
     let skip = crate::mutation::active("skip_log_entry");
     for (i, r) in rows.iter().enumerate() {
         if r.seq != last.0 + 1 {
             return Err(Rebuild::PersistGap.into());
         }
+        if body_prev(&r.body) != Some(chain)
+            && !crate::mutation::active("follow_without_continuity")
+        {
+            return Ok(Followed::Reload);
+        }
+        chain = row_chain(r);
         if !(skip && i == 0) {
             apply_body(&mut work.entries, &r.body, false)?;
         }
         last = (r.seq, r.schema_version, r.schema_hash);
     }
-    verify(db, &work, last.1, last.2)?;
+    verify(db, &work, last.1, last.2, &p.guard)?;
     let schema_moved = last.1 != p.schema_version;
     let changed = !rows.is_empty();
     for (e, w) in planes.entries.iter_mut().zip(work.entries) {
@@ -743,6 +915,7 @@ pub(crate) fn follow(
     p.seq = Some(last.0);
     p.schema_version = last.1;
     p.schema_hash = last.2;
+    p.chain = chain;
     p.base = bases(planes);
     Ok(Followed::Applied { schema_moved })
 }
@@ -757,13 +930,25 @@ pub(crate) fn persist(
     p: &mut Persisted,
     force_checkpoint: bool,
 ) -> rusqlite::Result<()> {
-    p.pending = None;
+    let guard = p.guard.clone();
+    guard.allowing(|| persist_allowed(db, views, p, force_checkpoint))
+}
+
+fn persist_allowed(
+    db: &rusqlite::Connection,
+    views: &[View],
+    p: &mut Persisted,
+    force_checkpoint: bool,
+) -> rusqlite::Result<()> {
+    // A row this transaction wrote before (at a RELEASE, or before a COMMIT
+    // that failed): the row written now replaces it, or it goes.
+    let earlier = p.pending.take();
     let fresh = !has_state(db)?;
     let sv0 = schema_version(db)?;
     if fresh || force_checkpoint || p.seq.is_none() || sv0 != p.schema_version {
         // A schema change (ours, or one since the state) may have dropped
         // or renamed a guard: put every guard back as it must be.
-        ensure_schema(db, views)?;
+        ensure_schema(db, views, &p.guard)?;
     }
     let sv = schema_version(db)?;
     let hash = if p.seq.is_some() && sv == p.schema_version {
@@ -799,6 +984,10 @@ pub(crate) fn persist(
             items.push((entry_key(&v.def), img.encode()));
         }
         if items.is_empty() && sv == p.schema_version {
+            if let Some(e) = earlier.filter(|_| !crate::mutation::active("release_row_kept")) {
+                db.prepare_cached(&format!("DELETE FROM main.{STATE} WHERE seq = ?1"))?
+                    .execute([e.seq])?;
+            }
             return Ok(());
         }
     }
@@ -813,27 +1002,36 @@ pub(crate) fn persist(
     } else {
         seq
     };
-    let body = encode_body(&items);
+    let body = encode_body(if checkpoint { 0 } else { p.chain }, &items);
     if checkpoint {
         db.prepare_cached(&format!("DELETE FROM main.{STATE} WHERE seq <> ?1"))?
             .execute([seq])?;
     }
     let kind = if checkpoint { CHECKPOINT } else { DELTA };
+    let bytes = body.len();
     db.prepare_cached(&format!(
         "INSERT OR REPLACE INTO main.{STATE}(seq, kind, schema_version, schema_hash, body) \
          VALUES (?1, ?2, ?3, ?4, ?5)"
     ))?
     .execute(rusqlite::params![seq, kind, sv, hash, body])?;
+    let chain = row_chain(&StateRow {
+        seq,
+        kind: kind.to_owned(),
+        schema_version: sv,
+        schema_hash: hash,
+        body,
+    });
     p.pending = Some(Pending {
         seq,
         schema_version: sv,
         schema_hash: hash,
+        chain,
         base: views
             .iter()
             .map(|v| (v.def.clone(), v.plane.snapshot()))
             .collect(),
         checkpoint,
-        bytes: body.len(),
+        bytes,
     });
     Ok(())
 }
