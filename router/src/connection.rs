@@ -1591,12 +1591,26 @@ impl Connection {
             .db
             .prepare_cached(sql)
             .is_ok_and(|stmt| !stmt.readonly());
-        if writes {
-            // Not Pleroma's own last write (a state row after a VACUUM,
-            // say): a statement that changes no row leaves the user's count.
-            self.last_changes = self.user_counters.changes(&self.db);
+        // Only INSERT, UPDATE and DELETE (also under WITH) set SQLite's
+        // count, to 0 when they match nothing. Other writes (DDL, VACUUM, a
+        // PRAGMA) leave the user's count as it was: SQLite's raw value may
+        // be Pleroma's own last state row.
+        if writes && sets_changes(sql) {
+            self.last_changes = self.db.changes();
+            self.user_counters.user_set_changes();
         }
     }
+}
+
+/// Whether a statement that writes is one whose end sets `changes()`: an
+/// INSERT, REPLACE, UPDATE or DELETE, or a WITH that leads to one (a WITH
+/// before a SELECT does not write).
+fn sets_changes(sql: &str) -> bool {
+    tokenize::first(sql).is_some_and(|t| {
+        ["INSERT", "REPLACE", "UPDATE", "DELETE", "WITH"]
+            .iter()
+            .any(|kw| t.is(kw))
+    })
 }
 
 /// `PRAGMA [schema.]full_column_names` or `short_column_names`, which

@@ -58,11 +58,12 @@ impl UserCounters {
         Ok(me)
     }
 
-    /// `changes()` as the user sees it on `db` now (what the SQL function
-    /// returns): Pleroma's own last write hidden.
-    pub fn changes(&self, db: &rusqlite::Connection) -> u64 {
-        let now = (db.changes() as i64, db.total_changes() as i64);
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).changes(now).max(0) as u64
+    /// A statement of the user's that sets `changes()` (an INSERT, UPDATE
+    /// or DELETE, failed or not) has just ended: SQLite's raw count is the
+    /// user's now, even when it equals what Pleroma's last write left (a
+    /// failed INSERT after bookkeeping that ended with 0 rows).
+    pub fn user_set_changes(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).hidden = None;
     }
 
     /// `total_changes()` as the user sees it: SQLite's count on `db`
