@@ -4,6 +4,8 @@
 //! pleroma-parity [--rows N] [--cases N] [--seed S] [--blocks N] [--verbose]
 //!                [--repro-dir DIR] [--no-shrink]
 //! pleroma-parity --mutations [--rows N] [--cases N] [--seed S]
+//! pleroma-parity --mutation NAME [--rows N] [--cases N] [--seed S]
+//!                                      (the sweep of that one mutation)
 //! pleroma-parity --replay FILE.sql
 //! pleroma-parity --shrink FILE.sql     (writes FILE.min.sql)
 //! pleroma-parity --dump FILE.sql [--rows N] [--seed S] [--blocks N]
@@ -54,6 +56,7 @@ fn real_main(args: &[String]) -> anyhow::Result<bool> {
         .join("parity-failures"),
     );
     let mut mutations = false;
+    let mut only: Option<String> = None;
     let mut replay: Option<PathBuf> = None;
     let mut shrink: Option<PathBuf> = None;
     let mut dump: Option<PathBuf> = None;
@@ -69,11 +72,15 @@ fn real_main(args: &[String]) -> anyhow::Result<bool> {
             "--no-shrink" => cfg.repro_dir = None,
             "--verbose" => cfg.verbose = true,
             "--mutations" => mutations = true,
+            "--mutation" => {
+                mutations = true;
+                only = Some(val()?.clone());
+            }
             "--replay" => replay = Some(PathBuf::from(val()?)),
             "--shrink" => shrink = Some(PathBuf::from(val()?)),
             "--dump" => dump = Some(PathBuf::from(val()?)),
             "--help" | "-h" => {
-                println!("usage: pleroma-parity [--rows N] [--cases N] [--seed S] [--blocks N] [--verbose] [--repro-dir DIR] [--no-shrink]\n       pleroma-parity --mutations [--rows N] [--cases N] [--seed S]\n       pleroma-parity --replay FILE.sql\n       pleroma-parity --shrink FILE.sql   (writes FILE.min.sql)\n       pleroma-parity --dump FILE.sql [--rows N] [--seed S] [--blocks N]");
+                println!("usage: pleroma-parity [--rows N] [--cases N] [--seed S] [--blocks N] [--verbose] [--repro-dir DIR] [--no-shrink]\n       pleroma-parity --mutations [--rows N] [--cases N] [--seed S]\n       pleroma-parity --mutation NAME [--rows N] [--cases N] [--seed S]\n       pleroma-parity --replay FILE.sql\n       pleroma-parity --shrink FILE.sql   (writes FILE.min.sql)\n       pleroma-parity --dump FILE.sql [--rows N] [--seed S] [--blocks N]");
                 return Ok(true);
             }
             other => bail!("unknown argument {other} (try --help)"),
@@ -129,7 +136,13 @@ fn real_main(args: &[String]) -> anyhow::Result<bool> {
         return Ok(stats.failed == 0);
     }
     if mutations {
-        let names = runner::mutation_names();
+        let mut names = runner::mutation_names();
+        if let Some(one) = &only {
+            names.retain(|n| n == one);
+            if names.is_empty() {
+                bail!("--mutation {one}: no such mutation in the sweep");
+            }
+        }
         println!(
             "mutation sweep: {} mutations, {} rows, {} cases from seed {}",
             names.len(),

@@ -945,6 +945,8 @@ impl Connection {
             && !self.lock().is_empty()
         {
             self.persist_in_txn()?;
+            // The state row put every guard back.
+            self.txn.guards_out = false;
         }
         // The mutation `persist_rolled_back`: the working copy of a
         // transaction that rolls back is persisted after all.
@@ -954,9 +956,8 @@ impl Connection {
             && crate::mutation::active("persist_rolled_back")
             && crate::ffi::writing(&self.db))
         .then(|| self.lock().snapshots());
-        if !was_auto && self.persisted.on && is_alter(sql) && !self.lock().is_empty() {
-            // Put back by the transaction's state row at its commit.
-            persist::drop_guards(&self.db)?;
+        if !was_auto && self.persisted.on && !self.txn.guards_out && !self.lock().is_empty() {
+            self.guards_out_of_the_way(sql, &kind)?;
         }
         // A statement that may end in a commit: a reader that sees it
         // before it is published waits for the publish instead of
@@ -1061,6 +1062,9 @@ impl Connection {
                 StmtKind::Release(name) => self.txn.release(name),
                 StmtKind::RollbackTo(name) => {
                     schema_undone = self.txn.schema_changed;
+                    // The guards may be back, and what can fail with them.
+                    self.txn.guards_out = false;
+                    self.txn.unhalted = None;
                     if let Some(snaps) = self.txn.rollback_to(name) {
                         if self.txn.stale {
                             planes::rebuild_all(&self.db, &mut shared, Rebuild::StaleSnapshot);
@@ -1078,6 +1082,9 @@ impl Connection {
         let schema_changed = kind.is_schema_change() && result.is_ok();
         if schema_changed && !now_auto {
             self.txn.schema_changed = true;
+        }
+        if kind.is_schema_change() || is_pragma(sql) {
+            self.txn.unhalted = None;
         }
         if now_auto {
             self.txn.clear();
@@ -1266,6 +1273,40 @@ impl Connection {
         drop(shared);
         self.persisted.rolled_back();
         err
+    }
+
+    /// Inside an explicit transaction on a file with persisted planes: drop
+    /// the guards of main before a statement whose compile they would
+    /// change in a way that matters (`txn_guards.rs`), or before an ALTER
+    /// TABLE (SQLite refuses to drop or rename a column an index uses).
+    /// The transaction's state row puts them back.
+    fn guards_out_of_the_way(&mut self, sql: &str, kind: &StmtKind) -> Result<()> {
+        if !matches!(kind, StmtKind::Other | StmtKind::Schema) {
+            return Ok(());
+        }
+        let alter = is_alter(sql);
+        if !alter {
+            if crate::mutation::active("guards_kept_in_txn")
+                || !crate::txn_guards::may_write(&self.db, sql)
+            {
+                return Ok(());
+            }
+            let unhalted = match self.txn.unhalted {
+                Some(u) => u,
+                None => {
+                    let u = crate::txn_guards::unhalted_failure_possible(&self.db)?;
+                    self.txn.unhalted = Some(u);
+                    u
+                }
+            };
+            if !unhalted {
+                return Ok(());
+            }
+        }
+        self.user_counters
+            .hidden(&self.db, || persist::drop_guards(&self.db))?;
+        self.txn.guards_out = true;
+        Ok(())
     }
 
     /// Write the planes' state row inside the open write transaction. If
@@ -1624,6 +1665,10 @@ fn names_columns(sql: &str) -> bool {
 }
 
 /// `ALTER TABLE …`: it may drop or rename a column a guard uses.
+fn is_pragma(sql: &str) -> bool {
+    tokenize::starts_with_keyword(sql, "PRAGMA")
+}
+
 fn is_alter(sql: &str) -> bool {
     tokenize::starts_with_keyword(sql, "ALTER")
 }

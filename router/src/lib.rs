@@ -39,6 +39,7 @@ pub mod split;
 mod sum_exact;
 pub mod tokenize;
 mod txn;
+mod txn_guards;
 mod user_counters;
 mod vacuum;
 

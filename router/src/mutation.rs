@@ -69,6 +69,10 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     "failed_kept_rolled_back",
     "vacuum_keeps_guards",
     "vacuum_counts_own_rows",
+    // Inside a transaction, the guards stay while a statement that can
+    // fail without a halt compiles: SQLite gives it a statement journal
+    // and rolls back rows plain SQLite keeps (`txn_guards.rs`).
+    "guards_kept_in_txn",
 ];
 
 /// Mutations of persisted planes that need a plain SQLite writer on a table

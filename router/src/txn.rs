@@ -36,6 +36,14 @@ pub(crate) struct TxnState {
     /// A schema statement ran inside this transaction: undoing it changes
     /// what statement texts mean, so cached classifications go.
     pub schema_changed: bool,
+    /// The guards of main are out of the schema for the rest of this
+    /// transaction (`txn_guards.rs`, or before an ALTER TABLE); its state
+    /// row puts them back.
+    pub guards_out: bool,
+    /// Whether a statement can fail part-way with an error that is no halt
+    /// (`txn_guards::unhalted_failure_possible`); `None` until asked, and
+    /// again after a schema statement, a PRAGMA or a `ROLLBACK TO`.
+    pub unhalted: Option<bool>,
 }
 
 impl TxnState {
@@ -44,6 +52,8 @@ impl TxnState {
         self.saves.clear();
         self.stale = false;
         self.schema_changed = false;
+        self.guards_out = false;
+        self.unhalted = None;
     }
 
     /// RELEASE: drop the newest savepoint of that name and all above it.
