@@ -1064,7 +1064,7 @@ impl Connection {
                     schema_undone = self.txn.schema_changed;
                     // The guards may be back, and what can fail with them.
                     self.txn.guards_out = false;
-                    self.txn.unhalted = None;
+                    self.txn.guards_matter.clear();
                     if let Some(snaps) = self.txn.rollback_to(name) {
                         if self.txn.stale {
                             planes::rebuild_all(&self.db, &mut shared, Rebuild::StaleSnapshot);
@@ -1084,7 +1084,7 @@ impl Connection {
             self.txn.schema_changed = true;
         }
         if kind.is_schema_change() || is_pragma(sql) {
-            self.txn.unhalted = None;
+            self.txn.guards_matter.clear();
         }
         if now_auto {
             self.txn.clear();
@@ -1284,22 +1284,25 @@ impl Connection {
         if !matches!(kind, StmtKind::Other | StmtKind::Schema) {
             return Ok(());
         }
-        let alter = is_alter(sql);
-        if !alter {
-            if crate::mutation::active("guards_kept_in_txn")
-                || !crate::txn_guards::may_write(&self.db, sql)
-            {
+        if !is_alter(sql) {
+            if crate::mutation::active("guards_kept_in_txn") {
                 return Ok(());
             }
-            let unhalted = match self.txn.unhalted {
-                Some(u) => u,
+            let matter = match self.txn.guards_matter.get(sql) {
+                Some(m) => *m,
                 None => {
-                    let u = crate::txn_guards::unhalted_failure_possible(&self.db)?;
-                    self.txn.unhalted = Some(u);
-                    u
+                    let guarded: Vec<String> = self
+                        .lock()
+                        .entries
+                        .iter()
+                        .map(|e| e.def.table.clone())
+                        .collect();
+                    let m = crate::txn_guards::guards_matter(&mut self.db, sql, &guarded)?;
+                    self.txn.guards_matter.insert(sql.to_owned(), m);
+                    m
                 }
             };
-            if !unhalted {
+            if !matter {
                 return Ok(());
             }
         }

@@ -40,10 +40,10 @@ pub(crate) struct TxnState {
     /// transaction (`txn_guards.rs`, or before an ALTER TABLE); its state
     /// row puts them back.
     pub guards_out: bool,
-    /// Whether a statement can fail part-way with an error that is no halt
-    /// (`txn_guards::unhalted_failure_possible`); `None` until asked, and
-    /// again after a schema statement, a PRAGMA or a `ROLLBACK TO`.
-    pub unhalted: Option<bool>,
+    /// Per statement text, whether the guards would change what it keeps
+    /// (`txn_guards::guards_matter`); forgotten after a schema statement, a
+    /// PRAGMA or a `ROLLBACK TO`.
+    pub guards_matter: std::collections::HashMap<String, bool>,
 }
 
 impl TxnState {
@@ -53,7 +53,7 @@ impl TxnState {
         self.stale = false;
         self.schema_changed = false;
         self.guards_out = false;
-        self.unhalted = None;
+        self.guards_matter.clear();
     }
 
     /// RELEASE: drop the newest savepoint of that name and all above it.

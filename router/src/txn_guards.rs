@@ -24,53 +24,92 @@
 //! errors that SQL can cause:
 //!
 //! - a STRICT type error (`OP_TypeCheck`), whatever the statement's `OR`
-//!   clause: only when some schema of the connection has a STRICT table;
+//!   clause: only when the statement writes a STRICT table;
 //! - "too many levels of trigger recursion" (`OP_Program`): only with
-//!   `recursive_triggers` on and a trigger in main or temp (without it a
-//!   trigger never fires itself, so the depth is at most the number of
-//!   triggers).
+//!   `recursive_triggers` on and a trigger that the statement fires
+//!   (without it a trigger never fires itself, so the depth is at most the
+//!   number of triggers).
 //!
-//! So when either can happen, the first statement of the transaction that
-//! may write (`sqlite3_stmt_readonly` is false) first drops the guards of
-//! main, and the transaction's state row at its COMMIT or RELEASE puts them
-//! back (`persist::persist` re-creates every guard after a schema change),
-//! at one scan of each planed table. Nobody else writes main in between:
-//! the drop took the write lock. A `ROLLBACK` brings the guards back with
-//! everything else; a `ROLLBACK TO` may, so the next write looks again.
+//! So before a statement inside the transaction, Pleroma compiles it once
+//! with an authorizer, which SQLite calls for every table the statement
+//! writes, its triggers' writes included (`AuthContext::accessor` names the
+//! trigger). When it writes a guarded table, and also a STRICT table or
+//! (with `recursive_triggers` on) through a trigger, the guards of main are
+//! dropped before it runs, and the transaction's state row at its COMMIT or
+//! RELEASE puts them back (`persist::persist` re-creates every guard after
+//! a schema change), at one scan of each planed table. Nobody else writes
+//! main in between: the drop took the write lock. A `ROLLBACK` brings the
+//! guards back with everything else; a `ROLLBACK TO` may, so the next write
+//! looks again. The verdict is kept per statement text for the transaction,
+//! until a schema statement, a PRAGMA or a `ROLLBACK TO`.
 //!
 //! Not covered (no SQL makes them on a default build): "string or blob too
 //! big" under a lowered `SQLITE_LIMIT_LENGTH`, and out of memory or a full
 //! disk (SQLite rolls back the statement with a journal and the whole
 //! transaction without one).
 
+use std::sync::{Arc, Mutex};
+
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::OptionalExtension;
 
-/// Whether a statement on this connection can fail part-way with an error
-/// that is no halt (see the module): a STRICT table in any schema, or
-/// recursive triggers on with a trigger in main or temp.
-pub(crate) fn unhalted_failure_possible(db: &rusqlite::Connection) -> rusqlite::Result<bool> {
-    let strict: Option<i64> = db
-        .prepare_cached("SELECT 1 FROM pragma_table_list WHERE strict LIMIT 1")?
-        .query_row([], |r| r.get(0))
-        .optional()?;
-    if strict.is_some() {
-        return Ok(true);
-    }
-    let recursive: bool = db
-        .prepare_cached("PRAGMA recursive_triggers")?
-        .query_row([], |r| r.get(0))?;
-    if !recursive {
+/// Whether running `sql` with the guards of main in the schema could keep
+/// other rows than plain SQLite (see the module): it writes one of the
+/// `guarded` tables of main, and a STRICT table or, with recursive
+/// triggers on, anything through a trigger. A statement that does not
+/// prepare writes nothing (its error comes from running it).
+pub(crate) fn guards_matter(
+    db: &mut rusqlite::Connection,
+    sql: &str,
+    guarded: &[String],
+) -> rusqlite::Result<bool> {
+    // (schema, table, written by a trigger)
+    let writes: Arc<Mutex<Vec<(String, String, bool)>>> = Arc::default();
+    let log = writes.clone();
+    db.authorizer(Some(move |ctx: AuthContext<'_>| {
+        let table = match ctx.action {
+            AuthAction::Insert { table_name }
+            | AuthAction::Delete { table_name }
+            | AuthAction::Update { table_name, .. } => Some(table_name),
+            _ => None,
+        };
+        if let Some(t) = table {
+            log.lock().unwrap_or_else(|e| e.into_inner()).push((
+                ctx.database_name.unwrap_or("main").to_owned(),
+                t.to_owned(),
+                ctx.accessor.is_some(),
+            ));
+        }
+        Authorization::Allow
+    }))?;
+    let prepared = db.prepare(sql).map(drop);
+    db.authorizer(None::<fn(AuthContext<'_>) -> Authorization>)?;
+    if prepared.is_err() {
         return Ok(false);
     }
-    db.prepare_cached(
-        "SELECT 1 FROM main.sqlite_schema WHERE type = 'trigger' \
-         UNION ALL SELECT 1 FROM temp.sqlite_schema WHERE type = 'trigger' LIMIT 1",
-    )?
-    .exists([])
+    let writes = std::mem::take(&mut *writes.lock().unwrap_or_else(|e| e.into_inner()));
+    let writes_guarded = writes
+        .iter()
+        .any(|(s, t, _)| s == "main" && guarded.iter().any(|g| g.eq_ignore_ascii_case(t)));
+    if !writes_guarded {
+        return Ok(false);
+    }
+    if writes.iter().any(|(_, _, by_trigger)| *by_trigger) && recursive_triggers(db)? {
+        return Ok(true);
+    }
+    for (schema, table, _) in &writes {
+        let strict: Option<bool> = db
+            .prepare_cached("SELECT strict FROM pragma_table_list WHERE schema = ?1 AND name = ?2")?
+            .query_row([schema, table], |r| r.get(0))
+            .optional()?;
+        if strict == Some(true) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
-/// Whether the statement may write (it prepares; a statement that does not
-/// prepare writes nothing, and its error comes from running it).
-pub(crate) fn may_write(db: &rusqlite::Connection, sql: &str) -> bool {
-    db.prepare_cached(sql).is_ok_and(|s| !s.readonly())
+fn recursive_triggers(db: &rusqlite::Connection) -> rusqlite::Result<bool> {
+    db.prepare_cached("PRAGMA recursive_triggers")?
+        .query_row([], |r| r.get(0))
 }
