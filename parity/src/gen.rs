@@ -139,6 +139,11 @@ pub enum Step {
     /// A write by a plain SQLite connection (no Pleroma) to Pleroma's file:
     /// on a persisted plane only `DELETE FROM t` gets through the guard.
     Plain(String),
+    /// An INSERT by a plain SQLite connection that registers a stand-in
+    /// `pleroma_guard` returning 1 (as a program that stubs missing
+    /// functions would): it passes the guard and leaves its rows in the
+    /// guard index, which Pleroma must see at its next follow or open.
+    StandIn(String),
     /// Close the Pleroma connection and open the file again.
     Reopen,
     /// A query compared with SQLite (and its route checked).
@@ -343,6 +348,10 @@ impl Gen<'_> {
                 self.settle();
                 if self.rng.chance(0.2) {
                     self.push(Step::Plain("DELETE FROM t".into()));
+                } else if self.rng.chance(0.25) {
+                    let cols = self.s.insert_columns();
+                    let row = self.s.row(&mut self.rng, None);
+                    self.push(Step::StandIn(format!("INSERT INTO t({cols}) VALUES {row}")));
                 } else {
                     let w = self.simple_write();
                     self.push(Step::Second(w));
@@ -357,7 +366,14 @@ impl Gen<'_> {
             }
             6 => {
                 self.settle();
+                let undone = self.rng.chance(0.5);
+                if undone {
+                    self.release_then_undo();
+                }
                 self.push(Step::Reopen);
+                if undone {
+                    self.push(Step::Check(count_t()));
+                }
                 self.checks(2);
             }
             7 => {
@@ -893,6 +909,33 @@ impl Gen<'_> {
         self.push(Step::Check(probe(&v)));
         // The rest of the suite reasons about `t`'s planes alone.
         self.push(Step::Pleroma(format!("PRAGMA pleroma_detach('{v}')")));
+    }
+
+    /// A transaction whose RELEASE wrote a state row (a RELEASE while it
+    /// has written persists, in case it commits), then undid its change and
+    /// committed: the committed state is the one before it, so the row
+    /// written at the RELEASE must go (a reopen after it trusts the newest
+    /// row).
+    /// The row goes into an existing cell with its measures NULL, so its
+    /// delete gives back the cells exactly (no extremum made unknown), and
+    /// the commit's delta is empty.
+    fn release_then_undo(&mut self) {
+        let dims: Vec<&str> = self.s.dims.iter().map(|d| d.name.as_str()).collect();
+        let dims = dims.join(", ");
+        // A plane answer and an autocommit write first: they follow any
+        // other commit and persist the connection's state (after a rebuild
+        // it has none), so that the transaction writes deltas.
+        self.push(Step::Check(count_t()));
+        let m0 = &self.s.measures[0].name;
+        self.exec(format!("UPDATE t SET {m0} = {m0} WHERE id = (SELECT min(id) FROM t)"));
+        self.exec("BEGIN".into());
+        self.exec(format!(
+            "INSERT INTO t({dims}) SELECT {dims} FROM t WHERE id = (SELECT min(id) FROM t)"
+        ));
+        self.exec("SAVEPOINT r".into());
+        self.exec("RELEASE r".into());
+        self.exec("DELETE FROM t WHERE id = (SELECT max(id) FROM t)".into());
+        self.exec("COMMIT".into());
     }
 
     /// What SQLite stores inside a transaction, on a STRICT table with a
@@ -2044,6 +2087,16 @@ impl Gen<'_> {
 /// insert is into the new `sqlite_schema`, and the router takes Pleroma's
 /// own rows out of that count; see `router/src/vacuum.rs`).
 pub const COUNTERS_AFTER_VACUUM: bool = true;
+
+/// `COUNT(*)` of `t`, which a plane answers.
+fn count_t() -> Query {
+    Query {
+        sql: "SELECT COUNT(*) FROM t".into(),
+        params: Vec::new(),
+        class: Class::Any,
+        order: Order::Total,
+    }
+}
 
 /// The connection's counters, which Pleroma's own catalog writes must not
 /// move (the plain side never runs the Pleroma PRAGMAs, so they match

@@ -6,7 +6,7 @@
 //! pleroma-parity --mutations [--rows N] [--cases N] [--seed S]
 //! pleroma-parity --mutation NAME [--rows N] [--cases N] [--seed S]
 //!                                      (the sweep of that one mutation)
-//! pleroma-parity --replay FILE.sql
+//! pleroma-parity [--mutation NAME] --replay FILE.sql
 //! pleroma-parity --shrink FILE.sql     (writes FILE.min.sql)
 //! pleroma-parity --dump FILE.sql [--rows N] [--seed S] [--blocks N]
 //!                                      (the case's steps, not run)
@@ -80,7 +80,7 @@ fn real_main(args: &[String]) -> anyhow::Result<bool> {
             "--shrink" => shrink = Some(PathBuf::from(val()?)),
             "--dump" => dump = Some(PathBuf::from(val()?)),
             "--help" | "-h" => {
-                println!("usage: pleroma-parity [--rows N] [--cases N] [--seed S] [--blocks N] [--verbose] [--repro-dir DIR] [--no-shrink]\n       pleroma-parity --mutations [--rows N] [--cases N] [--seed S]\n       pleroma-parity --mutation NAME [--rows N] [--cases N] [--seed S]\n       pleroma-parity --replay FILE.sql\n       pleroma-parity --shrink FILE.sql   (writes FILE.min.sql)\n       pleroma-parity --dump FILE.sql [--rows N] [--seed S] [--blocks N]");
+                println!("usage: pleroma-parity [--rows N] [--cases N] [--seed S] [--blocks N] [--verbose] [--repro-dir DIR] [--no-shrink]\n       pleroma-parity --mutations [--rows N] [--cases N] [--seed S]\n       pleroma-parity --mutation NAME [--rows N] [--cases N] [--seed S]\n       pleroma-parity [--mutation NAME] --replay FILE.sql\n       pleroma-parity --shrink FILE.sql   (writes FILE.min.sql)\n       pleroma-parity --dump FILE.sql [--rows N] [--seed S] [--blocks N]");
                 return Ok(true);
             }
             other => bail!("unknown argument {other} (try --help)"),
@@ -128,7 +128,10 @@ fn real_main(args: &[String]) -> anyhow::Result<bool> {
         let text =
             std::fs::read_to_string(&file).with_context(|| format!("read {}", file.display()))?;
         let steps = repro::parse(&text)?;
+        // `--mutation NAME --replay FILE`: the file under that mutation.
+        pleroma::mutation::set(only.as_deref());
         let (stats, failures) = runner::replay(&steps, cfg.helper.clone())?;
+        pleroma::mutation::set(None);
         for f in &failures {
             println!("FAILED: {f}");
         }
@@ -138,9 +141,12 @@ fn real_main(args: &[String]) -> anyhow::Result<bool> {
     if mutations {
         let mut names = runner::mutation_names();
         if let Some(one) = &only {
+            // Any mutation by name, the ones outside the sweep too.
+            names.extend(pleroma::mutation::UNSWEPT_PERSIST_MUTATIONS);
             names.retain(|n| n == one);
+            names.dedup();
             if names.is_empty() {
-                bail!("--mutation {one}: no such mutation in the sweep");
+                bail!("--mutation {one}: no such mutation");
             }
         }
         println!(

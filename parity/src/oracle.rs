@@ -188,6 +188,22 @@ impl Pair {
                 let b = plain(&self.sq_path);
                 self.agree(sql, a, b, st)
             }
+            Step::StandIn(sql) => {
+                let stand_in = |p: &Path| {
+                    let db = rusqlite::Connection::open(p).map_err(|e| e.to_string())?;
+                    db.create_scalar_function(
+                        "pleroma_guard",
+                        -1,
+                        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+                        |_| Ok(1),
+                    )
+                    .map_err(|e| e.to_string())?;
+                    sq_exec(&db, sql)
+                };
+                let a = stand_in(&self.pl_path);
+                let b = stand_in(&self.sq_path);
+                self.agree(sql, a, b, st)
+            }
             Step::Second(sql) => {
                 let a = pl_second_exec(&self.pl_path, sql);
                 // The plain side's write comes from a second connection too,
