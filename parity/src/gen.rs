@@ -927,7 +927,9 @@ impl Gen<'_> {
         // it has none), so that the transaction writes deltas.
         self.push(Step::Check(count_t()));
         let m0 = &self.s.measures[0].name;
-        self.exec(format!("UPDATE t SET {m0} = {m0} WHERE id = (SELECT min(id) FROM t)"));
+        self.exec(format!(
+            "UPDATE t SET {m0} = {m0} WHERE id = (SELECT min(id) FROM t)"
+        ));
         self.exec("BEGIN".into());
         self.exec(format!(
             "INSERT INTO t({dims}) SELECT {dims} FROM t WHERE id = (SELECT min(id) FROM t)"
@@ -955,7 +957,9 @@ impl Gen<'_> {
             1 => (", u INT UNIQUE", "STRICT"),
             _ => (", u INT PRIMARY KEY", "STRICT, WITHOUT ROWID"),
         };
-        self.exec(format!("CREATE TABLE {w}(a TEXT, m INT, k INT{extra}) {options}"));
+        self.exec(format!(
+            "CREATE TABLE {w}(a TEXT, m INT, k INT{extra}) {options}"
+        ));
         let cols = if keyed == 0 { "a, m, k" } else { "a, m, k, u" };
         let row = |a: &str, m: &str, k: i64| {
             if keyed == 0 {
@@ -970,7 +974,10 @@ impl Gen<'_> {
                 row(["x", "y", "z"][self.rng.below(3)], &m, i)
             })
             .collect();
-        self.exec(format!("INSERT INTO {w}({cols}) VALUES {}", rows.join(", ")));
+        self.exec(format!(
+            "INSERT INTO {w}({cols}) VALUES {}",
+            rows.join(", ")
+        ));
         // A trigger that writes another STRICT table, and fails on some rows.
         let trigger = self.rng.below(4);
         if trigger == 1 || trigger == 2 {
@@ -993,7 +1000,9 @@ impl Gen<'_> {
                  BEGIN INSERT INTO {w}({cols}) VALUES ('rec', 1, NEW.k + 1{next}); END"
             ));
         }
-        self.push(Step::Pleroma(format!("PRAGMA pleroma_attach('{w}', 'a', 'm')")));
+        self.push(Step::Pleroma(format!(
+            "PRAGMA pleroma_attach('{w}', 'a', 'm')"
+        )));
         let probe = Query {
             sql: format!("SELECT a, COUNT(*), SUM(m), COUNT(m) FROM {w} GROUP BY a ORDER BY a"),
             params: Vec::new(),
@@ -1007,7 +1016,9 @@ impl Gen<'_> {
                 let r = row("w", "2", 500 + round);
                 self.exec(format!("INSERT INTO {w}({cols}) VALUES {r}"));
             }
-            let mode = *self.rng.pick(&["", "OR FAIL", "OR ABORT", "OR IGNORE", "OR REPLACE"]);
+            let mode = *self
+                .rng
+                .pick(&["", "OR FAIL", "OR ABORT", "OR IGNORE", "OR REPLACE"]);
             let base = 1000 * (round + 1);
             let f = match self.rng.below(if trigger == 0 { 5 } else { 6 }) {
                 0 => format!(
@@ -2461,6 +2472,15 @@ impl Gen<'_> {
             let w = self.txn_write();
             self.exec(w);
         }
+        // The same `SELECT *` text before and after the change: it must
+        // have the new columns (a cached statement is prepared again).
+        let star = Query {
+            sql: "SELECT * FROM t WHERE id = (SELECT min(id) FROM t)".into(),
+            params: Vec::new(),
+            class: Class::Any,
+            order: Order::Total,
+        };
+        self.push(Step::Check(star.clone()));
         // The change, and what puts the schema back if it is kept.
         let mut back: Vec<String> = Vec::new();
         let mut breaks = true;
@@ -2501,6 +2521,9 @@ impl Gen<'_> {
                 self.exec(w);
             }
             Ddl::TempShadow(_) => self.exec(self.s.create_t(true, None)),
+        }
+        if !matches!(ddl, Ddl::RenameTable) {
+            self.push(Step::Check(star));
         }
         // The window: writes and checks while the schema is changed.
         for _ in 0..self.rng.range(1, 3) {

@@ -1601,20 +1601,22 @@ fn exec(
     want_rows: bool,
 ) -> rusqlite::Result<(Rows, usize)> {
     let mut stmt = db.prepare_cached(sql)?;
-    let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
-    let n = columns.len();
-    let mut out = Rows {
-        columns,
-        rows: Vec::new(),
-    };
     let params = rusqlite::params_from_iter(params.iter());
-    if n == 0 {
+    if stmt.column_count() == 0 {
         let changes = stmt.execute(params)?;
-        return Ok((out, changes));
+        return Ok((Rows::default(), changes));
     }
+    // The columns are read after the statement ran: a cached statement
+    // whose schema changed since (ALTER TABLE, a table made again) is
+    // prepared again by its first step, and only then has its new columns.
+    let mut out = Rows::default();
+    // The mutation: the columns of the statement's first compile.
+    let stale: Option<Vec<String>> = crate::mutation::active("columns_before_step")
+        .then(|| stmt.column_names().into_iter().map(str::to_owned).collect());
     let mut rows = stmt.query(params)?;
     while let Some(row) = rows.next()? {
         if want_rows {
+            let n = stale.as_ref().map_or(row.as_ref().column_count(), Vec::len);
             let mut r = Vec::with_capacity(n);
             for i in 0..n {
                 r.push(row.get::<_, Value>(i)?);
@@ -1623,6 +1625,8 @@ fn exec(
         }
     }
     drop(rows);
+    out.columns =
+        stale.unwrap_or_else(|| stmt.column_names().into_iter().map(str::to_owned).collect());
     Ok((out, db.changes() as usize))
 }
 

@@ -79,6 +79,9 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     // trusts the log).
     "release_row_kept",
     "guard_index_unchecked",
+    // A cached statement's columns read before its first step: after its
+    // table changed shape, the columns of its first compile.
+    "columns_before_step",
 ];
 
 /// Mutations of persisted planes that need a plain SQLite writer on a table

@@ -182,8 +182,18 @@ fn token(z: &[u8]) -> (Kind, usize) {
         b';' => (Kind::Semi, 1),
         b'(' | b')' | b'+' | b'*' | b'%' | b',' | b'&' | b'~' | b'-' | b'/' => (Kind::Punct, 1),
         b'=' => (Kind::Punct, if at(1) == b'=' { 2 } else { 1 }),
-        b'<' => (Kind::Punct, if matches!(at(1), b'=' | b'>' | b'<') { 2 } else { 1 }),
-        b'>' => (Kind::Punct, if matches!(at(1), b'=' | b'>') { 2 } else { 1 }),
+        b'<' => (
+            Kind::Punct,
+            if matches!(at(1), b'=' | b'>' | b'<') {
+                2
+            } else {
+                1
+            },
+        ),
+        b'>' => (
+            Kind::Punct,
+            if matches!(at(1), b'=' | b'>') { 2 } else { 1 },
+        ),
         b'!' if at(1) == b'=' => (Kind::Punct, 2),
         b'!' => (Kind::Illegal, 1),
         b'|' => (Kind::Punct, if at(1) == b'|' { 2 } else { 1 }),
@@ -195,7 +205,11 @@ fn token(z: &[u8]) -> (Kind, usize) {
                         i += 2;
                         continue;
                     }
-                    let kind = if c == b'\'' { Kind::String } else { Kind::Quoted };
+                    let kind = if c == b'\'' {
+                        Kind::String
+                    } else {
+                        Kind::Quoted
+                    };
                     return (kind, i + 1);
                 }
                 i += 1;
@@ -208,7 +222,10 @@ fn token(z: &[u8]) -> (Kind, usize) {
         },
         b'.' if !at(1).is_ascii_digit() => (Kind::Punct, 1),
         b'.' | b'0'..=b'9' => number(z),
-        b'?' => (Kind::Variable, 1 + z[1..].iter().take_while(|c| c.is_ascii_digit()).count()),
+        b'?' => (
+            Kind::Variable,
+            1 + z[1..].iter().take_while(|c| c.is_ascii_digit()).count(),
+        ),
         b'$' | b'@' | b':' | b'#' => variable(z),
         b'x' | b'X' if at(1) == b'\'' => {
             let digits = z[2..].iter().take_while(|c| c.is_ascii_hexdigit()).count();
@@ -216,7 +233,10 @@ fn token(z: &[u8]) -> (Kind, usize) {
                 (Kind::Blob, digits + 3)
             } else {
                 // As SQLite: illegal up to the closing quote, or to the end.
-                let n = z[2..].iter().position(|&c| c == b'\'').map_or(z.len(), |p| p + 3);
+                let n = z[2..]
+                    .iter()
+                    .position(|&c| c == b'\'')
+                    .map_or(z.len(), |p| p + 3);
                 (Kind::Illegal, n)
             }
         }
@@ -310,9 +330,18 @@ mod tests {
 
     #[test]
     fn comments_and_quotes_are_what_sqlite_skips_and_reads() {
-        assert_eq!(first("/* nightly */ VACUUM").map(|t| t.text), Some("VACUUM"));
-        assert_eq!(first("-- x\n  ;; pragma journal_mode").map(|t| t.text), Some("pragma"));
-        assert!(starts_with_keyword("\n/**/--\nAlter table t add c", "ALTER"));
+        assert_eq!(
+            first("/* nightly */ VACUUM").map(|t| t.text),
+            Some("VACUUM")
+        );
+        assert_eq!(
+            first("-- x\n  ;; pragma journal_mode").map(|t| t.text),
+            Some("pragma")
+        );
+        assert!(starts_with_keyword(
+            "\n/**/--\nAlter table t add c",
+            "ALTER"
+        ));
         assert!(!starts_with_keyword("\"ALTER\"", "ALTER"));
         assert!(!has_code(" -- only\n /* comments */ "));
         assert!(!has_code("/* unterminated ; SELECT 1"));
@@ -339,15 +368,21 @@ mod tests {
                 (Kind::Illegal, "!"),
             ]
         );
-        assert_eq!(kinds("x'0A' X'1' 'open"), [
-            (Kind::Blob, "x'0A'"),
-            (Kind::Illegal, "X'1'"),
-            (Kind::Illegal, "'open"),
-        ]);
-        assert_eq!(kinds("ünï_$1 @ ?"), [
-            (Kind::Word, "ünï_$1"),
-            (Kind::Illegal, "@"),
-            (Kind::Variable, "?"),
-        ]);
+        assert_eq!(
+            kinds("x'0A' X'1' 'open"),
+            [
+                (Kind::Blob, "x'0A'"),
+                (Kind::Illegal, "X'1'"),
+                (Kind::Illegal, "'open"),
+            ]
+        );
+        assert_eq!(
+            kinds("ünï_$1 @ ?"),
+            [
+                (Kind::Word, "ünï_$1"),
+                (Kind::Illegal, "@"),
+                (Kind::Variable, "?"),
+            ]
+        );
     }
 }

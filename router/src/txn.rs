@@ -93,7 +93,8 @@ pub(crate) fn kind_of(sql: &str) -> StmtKind {
         }
         n
     };
-    let name = |t: Option<tokenize::Token<'_>>| t.map(|t| t.value().into_owned()).unwrap_or_default();
+    let name =
+        |t: Option<tokenize::Token<'_>>| t.map(|t| t.value().into_owned()).unwrap_or_default();
     if is("BEGIN") {
         StmtKind::Begin
     } else if is("COMMIT") || is("END") {
@@ -128,9 +129,7 @@ pub(crate) fn is_vacuum_of_main(sql: &str) -> bool {
     }
     match words.next() {
         None => true,
-        Some(t) if t.value().eq_ignore_ascii_case("main") => {
-            words.next().is_none()
-        }
+        Some(t) if t.value().eq_ignore_ascii_case("main") => words.next().is_none(),
         Some(_) => false,
     }
 }

@@ -512,10 +512,19 @@ fn a_stand_in_for_the_guard_function_is_seen() {
     for ret in [Some(1i64), None] {
         let plain = rusqlite::Connection::open(&path).unwrap();
         plain
-            .create_scalar_function("pleroma_guard", -1, rusqlite::functions::FunctionFlags::SQLITE_UTF8 | rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC, move |_| Ok(ret))
+            .create_scalar_function(
+                "pleroma_guard",
+                -1,
+                rusqlite::functions::FunctionFlags::SQLITE_UTF8
+                    | rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC,
+                move |_| Ok(ret),
+            )
             .unwrap();
         plain
-            .execute("INSERT INTO ev(device, country, cents, note) VALUES ('web', 'us', 123456, 'x')", [])
+            .execute(
+                "INSERT INTO ev(device, country, cents, note) VALUES ('web', 'us', 123456, 'x')",
+                [],
+            )
             .unwrap();
         // An UPDATE or DELETE through the stand-in fails SQLite's own index
         // check, or leaves rows in the index too: either way no silent write.
@@ -530,7 +539,11 @@ fn a_stand_in_for_the_guard_function_is_seen() {
         check_all(&mut c, &path);
         drop(c);
         let mut c = Connection::open(&path).unwrap();
-        assert_eq!(planes_col(&mut c, "last_rebuild"), Value::Null, "clean again");
+        assert_eq!(
+            planes_col(&mut c, "last_rebuild"),
+            Value::Null,
+            "clean again"
+        );
         check_all(&mut c, &path);
     }
 }
@@ -550,8 +563,10 @@ fn the_guard_passes_only_writes_persisted_for_that_file() {
     let link = d.path().join("link.db");
     std::fs::hard_link(&path, &link).unwrap();
     let mut c = Connection::open(&path).unwrap();
-    c.execute(&format!("ATTACH '{}' AS o", other.display()), &[]).unwrap();
-    c.execute(&format!("ATTACH '{}' AS l", link.display()), &[]).unwrap();
+    c.execute(&format!("ATTACH '{}' AS o", other.display()), &[])
+        .unwrap();
+    c.execute(&format!("ATTACH '{}' AS l", link.display()), &[])
+        .unwrap();
     for w in [
         "INSERT INTO o.ev(device, country, cents, note) VALUES ('web', 'fr', 5, 'x')",
         "DELETE FROM o.ev WHERE device = 'web'",
@@ -561,7 +576,10 @@ fn the_guard_passes_only_writes_persisted_for_that_file() {
     }
     c.execute_batch("BEGIN").unwrap();
     assert!(c
-        .execute("INSERT INTO l.ev(device, country, cents, note) VALUES ('web', 'fr', 5, 'x')", &[])
+        .execute(
+            "INSERT INTO l.ev(device, country, cents, note) VALUES ('web', 'fr', 5, 'x')",
+            &[]
+        )
         .is_err());
     c.execute_batch("COMMIT").unwrap();
     drop(c);

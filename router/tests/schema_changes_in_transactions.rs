@@ -190,3 +190,35 @@ fn a_failing_alter_run_as_a_query_leaves_sqlites_schema_alone() {
         sqlite_rows(&sq, q, &[]).unwrap()
     );
 }
+
+/// A statement text run again after its table changed shape has SQLite's
+/// new columns, names and values (found from outside: the cached statement
+/// gave the columns of its first compile, and as many values).
+#[test]
+fn a_statement_run_again_after_its_table_changed_has_the_new_columns() {
+    for change in [
+        "ALTER TABLE t ADD COLUMN n DEFAULT 7",
+        "ALTER TABLE t DROP COLUMN d",
+        "DROP TABLE t; CREATE TABLE t(x, y, z, w); INSERT INTO t VALUES (1, 2, 3, 4)",
+        "ALTER TABLE t RENAME COLUMN d TO e",
+    ] {
+        let mut pl = pleroma::Connection::open_in_memory().unwrap();
+        let sq = rusqlite::Connection::open_in_memory().unwrap();
+        let make = "CREATE TABLE t(id INTEGER PRIMARY KEY, d TEXT, m INT); INSERT INTO t VALUES (1, 'a', 5)";
+        sq.execute_batch(make).unwrap();
+        pl.execute_batch(make).unwrap();
+        let first = pl.query("SELECT * FROM t", &[]).unwrap();
+        assert_eq!(first.columns, ["id", "d", "m"]);
+        pl.execute_batch(change).unwrap();
+        sq.execute_batch(change).unwrap();
+        let again = pl.query("SELECT * FROM t", &[]).unwrap();
+        let stmt = sq.prepare("SELECT * FROM t").unwrap();
+        let names: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
+        assert_eq!(again.columns, names, "{change}");
+        assert_eq!(
+            again.rows,
+            sqlite_rows(&sq, "SELECT * FROM t", &[]).unwrap(),
+            "{change}"
+        );
+    }
+}

@@ -238,8 +238,16 @@ fn a_type_error_inside_a_transaction_keeps_what_sqlite_keeps() {
 #[test]
 fn a_trigger_failing_on_another_strict_table_inside_a_transaction_keeps_what_sqlite_keeps() {
     for (event, value, stmt) in [
-        ("UPDATE", "CASE WHEN NEW.m0 > 2 THEN 'bad' ELSE NEW.m0 END", "UPDATE t SET m0 = m0 + 1"),
-        ("DELETE", "CASE WHEN OLD.m0 > 1 THEN 'bad' ELSE OLD.m0 END", "DELETE FROM t WHERE m0 >= 0"),
+        (
+            "UPDATE",
+            "CASE WHEN NEW.m0 > 2 THEN 'bad' ELSE NEW.m0 END",
+            "UPDATE t SET m0 = m0 + 1",
+        ),
+        (
+            "DELETE",
+            "CASE WHEN OLD.m0 > 1 THEN 'bad' ELSE OLD.m0 END",
+            "DELETE FROM t WHERE m0 >= 0",
+        ),
     ] {
         same_store(
             &format!(
@@ -286,7 +294,11 @@ fn the_guards_are_back_after_the_transaction() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.db");
         let mut pl = Connection::open(&path).unwrap();
-        let begin = if end == "RELEASE s" { "SAVEPOINT s" } else { "BEGIN" };
+        let begin = if end == "RELEASE s" {
+            "SAVEPOINT s"
+        } else {
+            "BEGIN"
+        };
         pl.execute_batch(&format!(
             "{STRICT_T}
              INSERT INTO t(m0, g, chan) VALUES (1, 1, 1), (2, 2, 2);
@@ -302,7 +314,11 @@ fn the_guards_are_back_after_the_transaction() {
             )
             .unwrap()
         };
-        assert_eq!(guards(pl.sqlite()), 0, "out of the schema inside the transaction");
+        assert_eq!(
+            guards(pl.sqlite()),
+            0,
+            "out of the schema inside the transaction"
+        );
         pl.execute_batch(end).unwrap();
         assert_eq!(guards(pl.sqlite()), 1, "back after {end}");
         drop(pl);
@@ -314,7 +330,10 @@ fn the_guards_are_back_after_the_transaction() {
         let mut again = Connection::open(&path).unwrap();
         let p = again.query("PRAGMA pleroma_planes", &[]).unwrap();
         let i = p.columns.iter().position(|c| c == "rebuilds").unwrap();
-        assert!(p.rows.iter().all(|r| r[i] == pleroma::Value::Integer(0)), "{end}: {p:?}");
+        assert!(
+            p.rows.iter().all(|r| r[i] == pleroma::Value::Integer(0)),
+            "{end}: {p:?}"
+        );
         again.execute_batch("PRAGMA pleroma_route = plane").unwrap();
         let sum = again.query("SELECT SUM(m0) FROM t", &[]).unwrap().rows;
         let want = if end == "ROLLBACK" { 3 } else { 5 };

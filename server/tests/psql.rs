@@ -197,7 +197,11 @@ fn command_tags_count_the_users_rows_not_the_state_row() {
     let f = common::fixture();
     let server = common::serve(&f.db);
     let psql = require("psql", "apt-get install postgresql-client");
-    let count = |filter: &str| match &sqlite(&f.db, &format!("SELECT COUNT(*) FROM invoices WHERE {filter}"))[0][0] {
+    let count = |filter: &str| match &sqlite(
+        &f.db,
+        &format!("SELECT COUNT(*) FROM invoices WHERE {filter}"),
+    )[0][0]
+    {
         Cell::Num(n) => *n as u64,
         other => panic!("count: {other:?}"),
     };
@@ -211,14 +215,33 @@ fn command_tags_count_the_users_rows_not_the_state_row() {
     for (sql, filter) in writes {
         let want = filter.map_or(2, count);
         let out = Command::new(&psql)
-            .args(["-X", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-U", "t", "-d", "ledger"])
+            .args([
+                "-X",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "t",
+                "-d",
+                "ledger",
+            ])
             .args(["-p", &server.addr().port().to_string(), "-c", sql])
             .output()
             .unwrap();
         let stdout = String::from_utf8(out.stdout).unwrap();
-        assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let tag = stdout.trim();
-        let n: u64 = tag.rsplit(' ').next().unwrap().parse().unwrap_or_else(|_| panic!("tag {tag}"));
+        let n: u64 = tag
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap_or_else(|_| panic!("tag {tag}"));
         assert_eq!(n, want, "{sql}: psql printed {tag}");
     }
 }

@@ -331,7 +331,11 @@ SELECT region, SUM(qty) FROM t GROUP BY region ORDER BY region;
     }
     let db = dirs[1].path().join("t.db");
     let attached = pleroma(
-        &["sql", db.to_str().unwrap(), "PRAGMA pleroma_attach('t', 'region', 'qty')"],
+        &[
+            "sql",
+            db.to_str().unwrap(),
+            "PRAGMA pleroma_attach('t', 'region', 'qty')",
+        ],
         "",
     );
     assert_eq!(attached.code, Some(0), "attach: {}", attached.stderr);
