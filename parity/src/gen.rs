@@ -821,9 +821,10 @@ impl Gen<'_> {
         let v = format!("v{}", self.rng.below(1 << 30));
         let conf = *self.rng.pick(&["ABORT", "FAIL", "ROLLBACK", "IGNORE"]);
         let strict = if self.rng.chance(0.5) { " STRICT" } else { "" };
-        self.exec(format!(
-            "CREATE TABLE {v}(a TEXT, m INT, k INT NOT NULL ON CONFLICT {conf}, CHECK (m IS NOT 13)){strict}"
-        ));
+        let columns = format!(
+            "(a TEXT, m INT, k INT NOT NULL ON CONFLICT {conf}, CHECK (m IS NOT 13)){strict}"
+        );
+        self.exec(format!("CREATE TABLE {v}{columns}"));
         self.exec(format!("CREATE TABLE {v}_log(x INT)"));
         let raise = *self.rng.pick(&["FAIL", "ABORT", "ROLLBACK", "IGNORE"]);
         self.exec(format!(
@@ -897,6 +898,23 @@ impl Gen<'_> {
         }
         if !attach_first {
             self.push(Step::Pleroma(attach));
+        }
+        // A copy of the table with a plane of its own: plain SQLite's
+        // transfer optimization gives the copy new rowids (it has no
+        // index); two guards alike would make it keep the gaps.
+        if self.rng.chance(0.5) {
+            self.exec(format!("CREATE TABLE {v}_c{columns}"));
+            self.push(Step::Pleroma(format!(
+                "PRAGMA pleroma_attach('{v}_c', 'a', 'm')"
+            )));
+            self.exec(format!("INSERT INTO {v}_c SELECT * FROM {v}"));
+            self.push(Step::Check(Query {
+                sql: format!("SELECT rowid, * FROM {v}_c ORDER BY rowid"),
+                params: Vec::new(),
+                class: Class::Any,
+                order: Order::Total,
+            }));
+            self.push(Step::Pleroma(format!("PRAGMA pleroma_detach('{v}_c')")));
         }
         self.exec("VACUUM".into());
         self.push(Step::Check(counters()));
