@@ -1940,10 +1940,12 @@ impl Gen<'_> {
         let dn = self.s.dims[d].name.clone();
         let m = self.measure();
         let p = self.pred(&mut q, 1);
-        let (sql, order) = match self.rng.below(22) {
+        let (sql, order) = match self.rng.below(24) {
             // A scalar subquery over grouped or DISTINCT rows without an
-            // order that fixes its first row: SQLite's scan (an index, the
-            // rowids after deletes and rowid updates) picks it.
+            // order that fixes its first row: SQLite's scan picks it (an
+            // index for GROUP BY; for DISTINCT the rowids, which deletes,
+            // inserts and rowid updates move away from the order the plane
+            // first met the values in).
             20 => {
                 let e = self.s.dims[self.rng.below(self.s.dims.len())].name.clone();
                 let sub = format!("(SELECT {dn} FROM t GROUP BY {e}, {dn})");
@@ -1954,8 +1956,14 @@ impl Gen<'_> {
                 };
                 (sql, Order::Total)
             }
-            21 => {
-                let sub = format!("(SELECT DISTINCT {dn} FROM t WHERE {p})");
+            21..=23 => {
+                let e = self.s.dims[self.rng.below(self.s.dims.len())].name.clone();
+                let filter = match self.rng.below(3) {
+                    0 => String::new(),
+                    1 => format!(" WHERE {e} IS NOT NULL"),
+                    _ => format!(" WHERE {p}"),
+                };
+                let sub = format!("(SELECT DISTINCT {dn} FROM t{filter})");
                 let sql = if self.rng.chance(0.5) {
                     format!("SELECT {sub}")
                 } else {
