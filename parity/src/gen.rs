@@ -1878,8 +1878,12 @@ impl Gen<'_> {
         ] {
             self.exec(sql.into());
         }
-        self.push(Step::Pleroma("PRAGMA pleroma_attach('rq7', 'region, status', 'amount')".into()));
-        self.push(Step::Pleroma("PRAGMA pleroma_attach('rq8', 'region, status', 'amount')".into()));
+        self.push(Step::Pleroma(
+            "PRAGMA pleroma_attach('rq7', 'region, status', 'amount')".into(),
+        ));
+        self.push(Step::Pleroma(
+            "PRAGMA pleroma_attach('rq8', 'region, status', 'amount')".into(),
+        ));
         self.exec("DELETE FROM rq8 WHERE id = 1".into());
         for (sql, class) in [
             ("SELECT (SELECT region FROM rq7 GROUP BY region, status)", Class::Out),

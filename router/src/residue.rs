@@ -14,8 +14,8 @@
 //!
 //! All-or-nothing, like the classifier: anything not provably exact (a
 //! function outside the deterministic list, a bare column, an order SQLite
-//! chooses under LIMIT, an aggregate that does not merge) declines with a
-//! reason that names the piece.
+//! chooses under LIMIT or for a scalar subquery's first row, an aggregate
+//! that does not merge) declines with a reason that names the piece.
 
 use std::collections::BTreeSet;
 use std::ops::Range;
