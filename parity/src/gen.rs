@@ -1738,7 +1738,21 @@ impl Gen<'_> {
             5 => format!("({dn} IS NULL)"),
             _ => format!("length({dn})"),
         };
-        let (sql, order) = match self.rng.below(17) {
+        let (sql, order) = match self.rng.below(19) {
+            // A scalar subquery over grouped or DISTINCT rows whose ORDER BY
+            // is total (every group term, every output) fixes its first row
+            // under LIMIT/OFFSET; an aggregate without GROUP BY is one row.
+            17 => (
+                format!(
+                    "SELECT (SELECT {dn} FROM {from} GROUP BY {dn}, {en} ORDER BY {en} DESC, {dn} LIMIT 1 OFFSET {}), (SELECT SUM({m}) FROM {from} WHERE {p})",
+                    self.rng.range(0, 2)
+                ),
+                Order::Total,
+            ),
+            18 => (
+                format!("SELECT COUNT(*), SUM({m}) FROM {from} WHERE {dn} IS (SELECT DISTINCT {dn} FROM {from} WHERE {p} ORDER BY {dn} DESC LIMIT 1)"),
+                Order::Total,
+            ),
             // The aggregated rows joined to `parent`, which writes change
             // without moving the plane.
             16 => (
@@ -1920,6 +1934,46 @@ impl Gen<'_> {
                 }));
             }
         }
+        // A scalar subquery's first row over grouped or DISTINCT rows: in
+        // rq7 an index on (status, region) gives SQLite's GROUP BY its
+        // order (first group ('b', 'x'), the core's ('a', 'y')); in rq8 the
+        // row that first gave 'a' is deleted after the attach (SQLite's
+        // first DISTINCT region is rowid 2's 'b', the core still meets 'a'
+        // first). Declined (`Out`), or, with an order that fixes the first
+        // row or at most one row, served (`X`).
+        for sql in [
+            "CREATE TABLE rq7(id INTEGER PRIMARY KEY, region TEXT, status TEXT, amount INTEGER)",
+            "INSERT INTO rq7(region, status, amount) VALUES ('a','y',10),('b','x',2),('b','y',3)",
+            "CREATE INDEX rq7_sr ON rq7(status, region)",
+            "CREATE TABLE rq8(id INTEGER PRIMARY KEY, region TEXT, status TEXT, amount INTEGER)",
+            "INSERT INTO rq8(region, status, amount) VALUES ('a','q',1),('b','q',2),('a','q',3),('c','p',4)",
+        ] {
+            self.exec(sql.into());
+        }
+        self.push(Step::Pleroma(
+            "PRAGMA pleroma_attach('rq7', 'region, status', 'amount')".into(),
+        ));
+        self.push(Step::Pleroma(
+            "PRAGMA pleroma_attach('rq8', 'region, status', 'amount')".into(),
+        ));
+        self.exec("DELETE FROM rq8 WHERE id = 1".into());
+        for (sql, class) in [
+            ("SELECT (SELECT region FROM rq7 GROUP BY region, status)", Class::Out),
+            ("SELECT count(*) FROM rq7 WHERE region = (SELECT region FROM rq7 GROUP BY region, status)", Class::Out),
+            ("SELECT region, sum(amount) FROM rq7 GROUP BY region HAVING sum(amount) > (SELECT sum(amount) FROM rq7 GROUP BY region, status) ORDER BY 1", Class::Out),
+            ("SELECT (SELECT status FROM rq7 GROUP BY region, status ORDER BY region DESC LIMIT 1)", Class::Out),
+            ("SELECT (SELECT DISTINCT region FROM rq8 WHERE status = 'q')", Class::Out),
+            ("SELECT count(*), sum(amount) FROM rq8 WHERE region IN ((SELECT DISTINCT region FROM rq8 WHERE status = 'q'), 'z')", Class::Out),
+            ("SELECT (SELECT region FROM rq7 GROUP BY region, status ORDER BY status, region LIMIT 1), (SELECT SUM(amount) FROM rq7)", Class::X),
+            ("SELECT (SELECT DISTINCT region FROM rq8 WHERE status = 'q' ORDER BY region DESC LIMIT 1 OFFSET 1)", Class::X),
+        ] {
+            self.push(Step::Check(Query {
+                sql: sql.into(),
+                params: Vec::new(),
+                class,
+                order: Order::Total,
+            }));
+        }
         // Column names after `full_column_names`: a cached classification
         // or prepared statement keeps the names of before.
         // The residue's text and the cells' direct answer.
@@ -1962,7 +2016,37 @@ impl Gen<'_> {
         let dn = self.s.dims[d].name.clone();
         let m = self.measure();
         let p = self.pred(&mut q, 1);
-        let (sql, order) = match self.rng.below(20) {
+        let (sql, order) = match self.rng.below(24) {
+            // A scalar subquery over grouped or DISTINCT rows without an
+            // order that fixes its first row: SQLite's scan picks it (an
+            // index for GROUP BY; for DISTINCT the rowids, which deletes,
+            // inserts and rowid updates move away from the order the plane
+            // first met the values in).
+            20 => {
+                let e = self.s.dims[self.rng.below(self.s.dims.len())].name.clone();
+                let sub = format!("(SELECT {dn} FROM t GROUP BY {e}, {dn})");
+                let sql = if self.rng.chance(0.5) {
+                    format!("SELECT {sub}")
+                } else {
+                    format!("SELECT COUNT(*) FROM t WHERE {dn} = {sub}")
+                };
+                (sql, Order::Total)
+            }
+            21..=23 => {
+                let e = self.s.dims[self.rng.below(self.s.dims.len())].name.clone();
+                let filter = match self.rng.below(3) {
+                    0 => String::new(),
+                    1 => format!(" WHERE {e} IS NOT NULL"),
+                    _ => format!(" WHERE {p}"),
+                };
+                let sub = format!("(SELECT DISTINCT {dn} FROM t{filter})");
+                let sql = if self.rng.chance(0.5) {
+                    format!("SELECT {sub}")
+                } else {
+                    format!("SELECT COUNT(*), SUM({m}) FROM t WHERE {dn} IS {sub}")
+                };
+                (sql, Order::Total)
+            }
             // Issue 19: an alias spelled like a measure is the column in
             // GROUP BY; like a non-plane column in HAVING (the direct path
             // too); DISTINCT ordered by a non-output; NATURAL JOIN of cores.

@@ -54,6 +54,9 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     "residue_distinct_order",
     "residue_natural_join",
     "residue_outer_bare_column",
+    // A scalar subquery over grouped or DISTINCT rows without an order
+    // that fixes its first row (caught by probe `rq7`).
+    "residue_scalar_first_row",
     "column_names_cached",
     "engine_route_serves",
     // Persisted planes (caught by reopening and by a second process's

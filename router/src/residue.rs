@@ -14,8 +14,8 @@
 //!
 //! All-or-nothing, like the classifier: anything not provably exact (a
 //! function outside the deterministic list, a bare column, an order SQLite
-//! chooses under LIMIT, an aggregate that does not merge) declines with a
-//! reason that names the piece.
+//! chooses under LIMIT or for a scalar subquery's first row, an aggregate
+//! that does not merge) declines with a reason that names the piece.
 
 use std::collections::BTreeSet;
 use std::ops::Range;
@@ -109,6 +109,7 @@ pub(crate) fn plan(
         raises: false,
         limited: false,
         ctes: Vec::new(),
+        cores: 0,
         depth: 0,
         cut_keys: None,
         cut: None,
@@ -383,8 +384,12 @@ struct Walker<'a> {
     raises: bool,
     /// Some query of the statement has a LIMIT.
     limited: bool,
-    /// Names of the user's CTEs in scope.
-    ctes: Vec<String>,
+    /// Names of the user's CTEs in scope, and whether each reads the core.
+    ctes: Vec<(String, bool)>,
+    /// Reads of the core so far: blocks over the planed table, and FROM
+    /// references to CTEs that read it (so a query that reads the core at
+    /// any depth is seen as one).
+    cores: usize,
     /// The aggregates the cells answer (for explain).
     aggs: Vec<String>,
     /// What SQLite evaluates (for explain).
@@ -624,8 +629,9 @@ impl<'a> Walker<'a> {
                 if cte.from.is_some() {
                     return Err("a CTE with FROM".into());
                 }
+                let before = self.cores;
                 self.query(&cte.query, inside_core)?;
-                self.ctes.push(name);
+                self.ctes.push((name, self.cores > before));
             }
         }
         let limited = q.limit_clause.is_some();
@@ -729,7 +735,7 @@ impl<'a> Walker<'a> {
             [s, t] => (Some(*s), *t),
             _ => return Err("a computed or three-part table name".into()),
         };
-        if schema.is_none() && self.ctes.iter().any(|c| c.eq_ignore_ascii_case(table)) {
+        if schema.is_none() && self.ctes.iter().any(|(c, _)| c.eq_ignore_ascii_case(table)) {
             return Ok(None);
         }
         let Some(i) = self.shared.find(table) else {
@@ -786,6 +792,9 @@ impl<'a> Walker<'a> {
                         if self.planed(f)?.is_some() {
                             return Err("the planed table in a join".into());
                         }
+                        if self.names_core_cte(f) {
+                            self.cores += 1;
+                        }
                         self.table_factor(f)?;
                     }
                     for j in &twj.joins {
@@ -840,6 +849,34 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// Whether a FROM item names a CTE in scope (the innermost of that
+    /// name) that reads the core.
+    fn names_core_cte(&self, f: &TableFactor) -> bool {
+        let TableFactor::Table { name, .. } = f else {
+            return false;
+        };
+        let [ObjectNamePart::Identifier(i)] = name.0.as_slice() else {
+            return false;
+        };
+        self.ctes
+            .iter()
+            .rev()
+            .find(|(c, _)| c.eq_ignore_ascii_case(&i.value))
+            .is_some_and(|(_, core)| *core)
+    }
+
+    /// A scalar subquery (`(SELECT …)` as a value): walked like any query,
+    /// then, if it reads the core, its first row must not depend on the
+    /// order rows come in (`first_row_fixed`).
+    fn scalar_subquery(&mut self, q: &Query, inside_core: bool) -> R<()> {
+        let before = self.cores;
+        self.query(q, inside_core)?;
+        if self.cores > before {
+            first_row_fixed(q)?;
+        }
+        Ok(())
+    }
+
     fn table_factor(&mut self, f: &TableFactor) -> R<()> {
         match f {
             TableFactor::Table { args: None, .. } => Ok(()),
@@ -877,7 +914,15 @@ impl<'a> Walker<'a> {
                     }
                     true
                 }
-                Expr::Subquery(q) | Expr::Exists { subquery: q, .. } => {
+                Expr::Subquery(q) => {
+                    if let Err(r) = self.scalar_subquery(q, inside_core) {
+                        err = Some(r);
+                    }
+                    false
+                }
+                // EXISTS (and IN, below) ask whether a row is there, not
+                // which one comes first.
+                Expr::Exists { subquery: q, .. } => {
                     if let Err(r) = self.query(q, inside_core) {
                         err = Some(r);
                     }
@@ -924,6 +969,7 @@ impl<'a> Walker<'a> {
             return Err("two planed tables".into());
         }
         self.table = Some(entry);
+        self.cores += 1;
         // The table reference becomes the core, under the same name.
         let TableFactor::Table { name, alias: a, .. } = &sel.from[0].relation else {
             unreachable!("checked by planed()");
@@ -1251,7 +1297,12 @@ impl<'a> Walker<'a> {
                 }
                 self.args_at(c, f, level)
             }
-            Expr::Subquery(q) | Expr::Exists { subquery: q, .. } => {
+            Expr::Subquery(q) => {
+                self.scalar_subquery(q, true)?;
+                self.rest.push("a subquery".into());
+                Ok(())
+            }
+            Expr::Exists { subquery: q, .. } => {
                 self.query(q, true)?;
                 self.rest.push("a subquery".into());
                 Ok(())
@@ -1835,6 +1886,103 @@ fn outer_order_free(sel: &Select, order: &[&Expr]) -> R<()> {
     terms.extend(order.iter().copied().filter(|e| !is_output(e)));
     for e in terms {
         bare_free(e, &groups)?;
+    }
+    Ok(())
+}
+
+/// A scalar subquery's value is the first row its query yields (SQLite
+/// stops after one). Over the core the rows come in the core's order, not
+/// in the order of SQLite's scan of the table (an index on other columns,
+/// rowids after a delete), so which row is first must not depend on it: at
+/// most one row can come out (an aggregate without GROUP BY), or the ORDER
+/// BY is total over the rows (every GROUP BY term, or every DISTINCT
+/// output, among its keys; a LIMIT/OFFSET then cuts a fixed sequence).
+/// Anything else that reads the core (a row list, a compound SELECT)
+/// declines: the order of its rows is nothing the residue proves.
+fn first_row_fixed(q: &Query) -> R<()> {
+    if crate::mutation::active("residue_scalar_first_row") {
+        return Ok(());
+    }
+    let SetExpr::Select(sel) = q.body.as_ref() else {
+        return Err("a scalar subquery over a compound or nested SELECT".into());
+    };
+    let mut items = Vec::new();
+    let mut aliases = Vec::new();
+    for i in &sel.projection {
+        match i {
+            SelectItem::UnnamedExpr(e) => {
+                items.push(e);
+                aliases.push(String::new());
+            }
+            SelectItem::ExprWithAlias { expr, alias } => {
+                items.push(expr);
+                aliases.push(alias.value.to_ascii_lowercase());
+            }
+            _ => return Err("a scalar subquery with a wildcard".into()),
+        }
+    }
+    let order: Vec<&Expr> = match &q.order_by {
+        None => Vec::new(),
+        Some(ob) => match &ob.kind {
+            OrderByKind::Expressions(v) => v.iter().map(|o| &o.expr).collect(),
+            OrderByKind::All(_) => return Err("ORDER BY ALL".into()),
+        },
+    };
+    // A position stands for its output; in ORDER BY a bare name is an
+    // output alias first (as SQLite resolves it). Compared as text.
+    let position = |e: &Expr| -> Option<String> {
+        match e {
+            Expr::Value(v) => match &v.value {
+                SqlValue::Number(n, _) => n
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|p| items.get(p.wrapping_sub(1)))
+                    .map(|x| x.to_string()),
+                _ => None,
+            },
+            _ => None,
+        }
+    };
+    let keys: Vec<String> = order
+        .iter()
+        .map(|e| {
+            if let Expr::Identifier(i) = e {
+                let name = i.value.to_ascii_lowercase();
+                if let Some(k) = aliases.iter().position(|a| *a == name) {
+                    return items[k].to_string();
+                }
+            }
+            position(e).unwrap_or_else(|| e.to_string())
+        })
+        .collect();
+    let GroupByExpr::Expressions(g, _) = &sel.group_by else {
+        return Err("GROUP BY ALL".into());
+    };
+    if !g.is_empty() {
+        for e in g {
+            let term = position(e).unwrap_or_else(|| e.to_string());
+            if !keys.contains(&term) {
+                return Err(format!(
+                    "a scalar subquery over grouped rows without an ORDER BY over every group term ({e} is not)"
+                ));
+            }
+        }
+        return Ok(());
+    }
+    let aggregate = items.iter().any(|e| has_aggregate(e))
+        || sel.having.is_some()
+        || order.iter().any(|e| has_aggregate(e));
+    if aggregate {
+        // One row (none under LIMIT 0 or an OFFSET).
+        return Ok(());
+    }
+    if sel.distinct.is_none() {
+        return Err("a scalar subquery over the rows of a query that reads the core".into());
+    }
+    if let Some(e) = items.iter().find(|e| !keys.contains(&e.to_string())) {
+        return Err(format!(
+            "a scalar subquery over DISTINCT rows without an ORDER BY over every output ({e} is not)"
+        ));
     }
     Ok(())
 }

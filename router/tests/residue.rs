@@ -713,3 +713,96 @@ fn the_engine_route_consults_no_cache_and_a_residue_reports_its_own_route() {
         o.pl.last_route()
     );
 }
+
+/// `t`: an index on (status, region) gives SQLite's `GROUP BY region,
+/// status` the index's order, so its first group is ('b', 'x') where the
+/// core's sort gives ('a', 'y'). `u`: after the delete, SQLite's first
+/// DISTINCT region with status 'q' is rowid 2's 'b'; the core still meets
+/// 'a' first. `pay`: a table without a plane compared with such a value.
+const FIRST: &str = "
+CREATE TABLE t(id INTEGER PRIMARY KEY, region TEXT, status TEXT, amount INTEGER);
+INSERT INTO t(region, status, amount) VALUES ('a','y',10),('b','x',2),('b','y',3);
+CREATE INDEX t_sr ON t(status, region);
+CREATE TABLE u(id INTEGER PRIMARY KEY, region TEXT, status TEXT, amount INTEGER);
+INSERT INTO u(region, status, amount) VALUES ('a','q',1),('b','q',2),('a','q',3),('c','p',4);
+CREATE TABLE pay(amount INTEGER);
+INSERT INTO pay VALUES (1), (5), (20);
+";
+const FIRST_ATTACH: &str = "PRAGMA pleroma_attach('t', 'region, status', 'amount'); PRAGMA pleroma_attach('u', 'region, status', 'amount')";
+
+#[test]
+fn a_scalar_subquery_over_grouped_or_distinct_rows_is_declined_unless_its_first_row_is_fixed() {
+    let mut p = Pair::new(FIRST, FIRST_ATTACH);
+    p.exec("DELETE FROM u WHERE id = 1");
+    // The first row is SQLite's (its scan's order): declined, and equal.
+    for (q, why) in [
+        (
+            "SELECT (SELECT region FROM t GROUP BY region, status)",
+            "a scalar subquery over grouped rows without an ORDER BY over every group term (region is not)",
+        ),
+        (
+            "SELECT (SELECT DISTINCT region FROM u WHERE status = 'q')",
+            "a scalar subquery over DISTINCT rows without an ORDER BY over every output (region is not)",
+        ),
+        // Compared with, inside a block over the core, an outer query and
+        // a query over another table; in an IN list (a list of values).
+        (
+            "SELECT count(*) FROM t WHERE region = (SELECT region FROM t GROUP BY region, status)",
+            "over grouped rows",
+        ),
+        (
+            "SELECT region, sum(amount) FROM t GROUP BY region HAVING sum(amount) > (SELECT sum(amount) FROM t GROUP BY region, status) ORDER BY 1",
+            "over grouped rows",
+        ),
+        (
+            "SELECT count(*) FROM pay WHERE amount > (SELECT sum(amount) FROM t GROUP BY region, status)",
+            "over grouped rows",
+        ),
+        (
+            "SELECT r FROM (SELECT region AS r, count(*) AS n FROM u GROUP BY region) WHERE r = (SELECT DISTINCT region FROM u WHERE status = 'q') ORDER BY 1",
+            "over DISTINCT rows",
+        ),
+        (
+            "SELECT count(*) FROM t WHERE region IN ((SELECT region FROM t GROUP BY region, status), 'c')",
+            "over grouped rows",
+        ),
+        // An ORDER BY that does not fix the row: status is not a key.
+        (
+            "SELECT (SELECT region FROM t GROUP BY region, status ORDER BY region LIMIT 1)",
+            "(status is not)",
+        ),
+        // Rows of a query over the core, in the core's order.
+        (
+            "WITH g AS (SELECT region, status FROM t GROUP BY region, status) SELECT (SELECT region FROM g)",
+            "over the rows of a query that reads the core",
+        ),
+        (
+            "SELECT (SELECT r FROM (SELECT region AS r, count(*) FROM t GROUP BY region, status))",
+            "over the rows of a query that reads the core",
+        ),
+        (
+            "SELECT (SELECT region FROM t GROUP BY region UNION ALL SELECT 'z')",
+            "compound",
+        ),
+    ] {
+        declined(&mut p, q, why);
+    }
+    // At most one row, or an ORDER BY over every group term / DISTINCT
+    // output: still served by the residue, and equal.
+    for q in [
+        "SELECT (SELECT SUM(amount) FROM t) * 2",
+        "SELECT count(*) FROM pay WHERE amount > (SELECT sum(amount) FROM t WHERE status = 'y')",
+        "SELECT (SELECT max(n) FROM (SELECT region, count(*) AS n FROM t GROUP BY region, status))",
+        "SELECT (SELECT region FROM t GROUP BY region, status ORDER BY region, status LIMIT 1)",
+        "SELECT (SELECT region FROM t GROUP BY region, status ORDER BY status DESC, 1 LIMIT 1 OFFSET 1)",
+        "SELECT (SELECT region AS r FROM t GROUP BY region, status ORDER BY status, r)",
+        "SELECT (SELECT DISTINCT region FROM u WHERE status = 'q' ORDER BY region DESC LIMIT 1)",
+        "SELECT count(*) FROM t WHERE region = (SELECT region FROM t GROUP BY region, status ORDER BY status, region LIMIT 1)",
+        // A set, and a test for a row: the order does not matter.
+        "SELECT count(*) FROM t WHERE region IN (SELECT region FROM t GROUP BY region, status)",
+        "SELECT EXISTS (SELECT DISTINCT region FROM u WHERE status = 'q'), count(*) FROM u",
+    ] {
+        let r = same(&mut p, q, &[]);
+        assert_eq!(r.kind, RouteKind::Residue, "{q}: {}", r.reason);
+    }
+}
