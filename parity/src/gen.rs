@@ -975,9 +975,26 @@ impl Gen<'_> {
             1 => (", u INT UNIQUE", "STRICT"),
             _ => (", u INT PRIMARY KEY", "STRICT, WITHOUT ROWID"),
         };
+        // An AUTOINCREMENT key near the largest rowid: its third new row
+        // fails with "database or disk is full", which rolls back the
+        // whole transaction when the statement has no statement journal.
+        let autoinc = keyed == 0 && self.rng.chance(0.3);
+        let key = if autoinc {
+            "id INTEGER PRIMARY KEY AUTOINCREMENT, "
+        } else {
+            ""
+        };
+        // (Not STRICT, so that only the AUTOINCREMENT calls for the guards
+        // to leave.)
+        let options = if autoinc { "" } else { options };
         self.exec(format!(
-            "CREATE TABLE {w}(a TEXT, m INT, k INT{extra}) {options}"
+            "CREATE TABLE {w}({key}a TEXT, m INT, k INT{extra}) {options}"
         ));
+        if autoinc {
+            self.exec(format!(
+                "INSERT INTO {w}(id, a, m, k) VALUES (9223372036854775804, 'x', 0, 99)"
+            ));
+        }
         let cols = if keyed == 0 { "a, m, k" } else { "a, m, k, u" };
         let row = |a: &str, m: &str, k: i64| {
             if keyed == 0 {
@@ -1039,6 +1056,12 @@ impl Gen<'_> {
                 .pick(&["", "OR FAIL", "OR ABORT", "OR IGNORE", "OR REPLACE"]);
             let base = 1000 * (round + 1);
             let f = match self.rng.below(if trigger == 0 { 5 } else { 6 }) {
+                _ if autoinc && round == 0 => format!(
+                    "INSERT {mode} INTO {w}({cols}) VALUES {}, {}, {}",
+                    row("p", "1", base),
+                    row("q", "2", base + 1),
+                    row("r", "3", base + 2)
+                ),
                 0 => format!(
                     "INSERT {mode} INTO {w}({cols}) VALUES {}, {}, {}",
                     row("p", "1", base),

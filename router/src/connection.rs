@@ -1065,6 +1065,7 @@ impl Connection {
                     // The guards may be back, and what can fail with them.
                     self.txn.guards_out = false;
                     self.txn.guards_matter.clear();
+                    self.txn.unhalted = None;
                     if let Some(snaps) = self.txn.rollback_to(name) {
                         if self.txn.stale {
                             planes::rebuild_all(&self.db, &mut shared, Rebuild::StaleSnapshot);
@@ -1085,6 +1086,7 @@ impl Connection {
         }
         if kind.is_schema_change() || is_pragma(sql) {
             self.txn.guards_matter.clear();
+            self.txn.unhalted = None;
         }
         if now_auto {
             self.txn.clear();
@@ -1288,6 +1290,17 @@ impl Connection {
             if crate::mutation::active("guards_kept_in_txn") {
                 return Ok(());
             }
+            let unhalted = match self.txn.unhalted {
+                Some(u) => u,
+                None => {
+                    let u = crate::txn_guards::Unhalted::read(&self.db)?;
+                    self.txn.unhalted = Some(u);
+                    u
+                }
+            };
+            if !unhalted.possible() {
+                return Ok(());
+            }
             let matter = match self.txn.guards_matter.get(sql) {
                 Some(m) => *m,
                 None => {
@@ -1297,7 +1310,8 @@ impl Connection {
                         .iter()
                         .map(|e| e.def.table.clone())
                         .collect();
-                    let m = crate::txn_guards::guards_matter(&mut self.db, sql, &guarded)?;
+                    let m =
+                        crate::txn_guards::guards_matter(&mut self.db, sql, &guarded, unhalted)?;
                     self.txn.guards_matter.insert(sql.to_owned(), m);
                     m
                 }

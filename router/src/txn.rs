@@ -44,6 +44,10 @@ pub(crate) struct TxnState {
     /// (`txn_guards::guards_matter`); forgotten after a schema statement, a
     /// PRAGMA or a `ROLLBACK TO`.
     pub guards_matter: std::collections::HashMap<String, bool>,
+    /// What can make a write fail part-way without a halt here
+    /// (`txn_guards::Unhalted`); `None` until asked, and again when the
+    /// verdicts above are forgotten.
+    pub unhalted: Option<crate::txn_guards::Unhalted>,
 }
 
 impl TxnState {
@@ -54,6 +58,7 @@ impl TxnState {
         self.schema_changed = false;
         self.guards_out = false;
         self.guards_matter.clear();
+        self.unhalted = None;
     }
 
     /// RELEASE: drop the newest savepoint of that name and all above it.

@@ -16,53 +16,123 @@
 //!   is a multi-write (`sqlite3GenerateConstraintChecks`).
 //!
 //! A journal changes what stays only when the statement fails after it wrote
-//! rows, with `OE_Abort` (the default error action) and an error that is no
-//! halt, inside a transaction: with the journal SQLite rolls the statement's
-//! rows back, without one it keeps them. (A halt with `OE_Abort` sets
-//! `mayAbort` in plain SQLite too; in autocommit the whole transaction rolls
-//! back either way, and `failed.rs` gives the wrap the same outcome.) Such
-//! errors that SQL can cause:
+//! rows with an error that is no halt, inside a transaction: with
+//! `OE_Abort` (the default error action) SQLite rolls the statement's rows
+//! back with the journal and keeps them without one; with `SQLITE_FULL` (or
+//! out of memory) it rolls back the statement with the journal and the whole
+//! transaction without one. (A halt with `OE_Abort` sets `mayAbort` in plain
+//! SQLite too; in autocommit the whole transaction rolls back either way,
+//! and `failed.rs` gives the wrap the same outcome.) Such errors that SQL
+//! can cause, and when:
 //!
 //! - a STRICT type error (`OP_TypeCheck`), whatever the statement's `OR`
-//!   clause: only when the statement writes a STRICT table;
-//! - "too many levels of trigger recursion" (`OP_Program`): only with
+//!   clause: when the statement writes a STRICT table;
+//! - "too many levels of trigger recursion" (`OP_Program`): with
 //!   `recursive_triggers` on and a trigger that the statement fires
 //!   (without it a trigger never fires itself, so the depth is at most the
-//!   number of triggers).
+//!   number of triggers);
+//! - "database or disk is full" from an AUTOINCREMENT table whose rowids
+//!   reached the largest integer: when the statement writes such a table;
+//! - the same from `PRAGMA max_page_count` set below its default: then any
+//!   write can fill a schema.
 //!
-//! So before a statement inside the transaction, Pleroma compiles it once
-//! with an authorizer, which SQLite calls for every table the statement
-//! writes, its triggers' writes included (`AuthContext::accessor` names the
-//! trigger). When it writes a guarded table, and also a STRICT table or
-//! (with `recursive_triggers` on) through a trigger, the guards of main are
-//! dropped before it runs, and the transaction's state row at its COMMIT or
-//! RELEASE puts them back (`persist::persist` re-creates every guard after
-//! a schema change), at one scan of each planed table. Nobody else writes
-//! main in between: the drop took the write lock. A `ROLLBACK` brings the
-//! guards back with everything else; a `ROLLBACK TO` may, so the next write
-//! looks again. The verdict is kept per statement text for the transaction,
-//! until a schema statement, a PRAGMA or a `ROLLBACK TO`.
+//! So before a statement inside the transaction, when the connection has one
+//! of those (a STRICT or AUTOINCREMENT table, recursive triggers, a lowered
+//! page limit: asked once per transaction, again after a schema statement,
+//! a PRAGMA or a `ROLLBACK TO`), Pleroma compiles the statement once with
+//! an authorizer, which SQLite calls for every table the statement writes,
+//! its triggers' writes included (`AuthContext::accessor` names the
+//! trigger). When it writes a guarded table and one of the cases above
+//! applies, the guards of main are dropped before it runs, and the
+//! transaction's state row at its COMMIT or RELEASE puts them back
+//! (`persist::persist` re-creates every guard after a schema change), at one
+//! scan of each planed table. Nobody else writes main in between: the drop
+//! took the write lock. A `ROLLBACK` brings the guards back with everything
+//! else; a `ROLLBACK TO` may, so the next write looks again. The verdict is
+//! kept per statement text for the transaction.
 //!
-//! Not covered (no SQL makes them on a default build): "string or blob too
-//! big" under a lowered `SQLITE_LIMIT_LENGTH`, and out of memory or a full
-//! disk (SQLite rolls back the statement with a journal and the whole
-//! transaction without one).
+//! Not covered: "string or blob too big" (a value near SQLite's 1 GB
+//! length limit, `||` of two 500 MB blobs), a disk that is really full, and
+//! out of memory.
 
 use std::sync::{Arc, Mutex};
 
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::OptionalExtension;
 
+/// What on this connection can make a write fail part-way without a halt
+/// (see the module), read from the schemas and settings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Unhalted {
+    /// A STRICT or AUTOINCREMENT table exists in some schema.
+    tables: bool,
+    /// `recursive_triggers` is on.
+    recursion: bool,
+    /// Some schema's `max_page_count` is below its default.
+    page_limit: bool,
+}
+
+impl Unhalted {
+    pub(crate) fn read(db: &rusqlite::Connection) -> rusqlite::Result<Unhalted> {
+        let strict = db
+            .prepare_cached("SELECT 1 FROM pragma_table_list WHERE strict LIMIT 1")?
+            .exists([])?;
+        let autoinc = |schema: &str| -> rusqlite::Result<bool> {
+            db.prepare_cached(&format!(
+                "SELECT 1 FROM {schema}.sqlite_schema WHERE type = 'table' \
+                 AND sql LIKE '%autoincrement%' LIMIT 1"
+            ))?
+            .exists([])
+        };
+        let recursion: bool = db
+            .prepare_cached("PRAGMA recursive_triggers")?
+            .query_row([], |r| r.get(0))?;
+        let schemas: Vec<String> = db
+            .prepare_cached("SELECT name FROM pragma_database_list")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut tables = strict;
+        let mut page_limit = false;
+        for s in &schemas {
+            let q = crate::catalog::quote(s);
+            if !tables && autoinc(&q)? {
+                tables = true;
+            }
+            let limit: i64 =
+                db.query_row(&format!("PRAGMA {q}.max_page_count"), [], |r| r.get(0))?;
+            page_limit |= limit < DEFAULT_MAX_PAGE_COUNT;
+        }
+        Ok(Unhalted {
+            tables,
+            recursion,
+            page_limit,
+        })
+    }
+
+    /// Whether any statement can fail that way here.
+    pub(crate) fn possible(&self) -> bool {
+        self.tables || self.recursion || self.page_limit
+    }
+}
+
+/// SQLite's default `max_page_count` (`SQLITE_MAX_PAGE_COUNT`).
+const DEFAULT_MAX_PAGE_COUNT: i64 = 0xfffffffe;
+
 /// Whether running `sql` with the guards of main in the schema could keep
 /// other rows than plain SQLite (see the module): it writes one of the
-/// `guarded` tables of main, and a STRICT table or, with recursive
-/// triggers on, anything through a trigger. A statement that does not
-/// prepare writes nothing (its error comes from running it).
+/// `guarded` tables of main, and a STRICT or AUTOINCREMENT table, or
+/// anything through a trigger with recursive triggers on, or anything under
+/// a lowered page limit. A statement that does not prepare writes nothing
+/// (its error comes from running it).
 pub(crate) fn guards_matter(
     db: &mut rusqlite::Connection,
     sql: &str,
     guarded: &[String],
+    unhalted: Unhalted,
 ) -> rusqlite::Result<bool> {
+    if !unhalted.possible() {
+        return Ok(false);
+    }
     // (schema, table, written by a trigger)
     let writes: Arc<Mutex<Vec<(String, String, bool)>>> = Arc::default();
     let log = writes.clone();
@@ -94,22 +164,29 @@ pub(crate) fn guards_matter(
     if !writes_guarded {
         return Ok(false);
     }
-    if writes.iter().any(|(_, _, by_trigger)| *by_trigger) && recursive_triggers(db)? {
+    if unhalted.page_limit
+        || (unhalted.recursion && writes.iter().any(|(_, _, by_trigger)| *by_trigger))
+    {
         return Ok(true);
+    }
+    if !unhalted.tables {
+        return Ok(false);
     }
     for (schema, table, _) in &writes {
         let strict: Option<bool> = db
             .prepare_cached("SELECT strict FROM pragma_table_list WHERE schema = ?1 AND name = ?2")?
             .query_row([schema, table], |r| r.get(0))
             .optional()?;
-        if strict == Some(true) {
+        let autoinc = db
+            .prepare_cached(&format!(
+                "SELECT 1 FROM {}.sqlite_schema WHERE type = 'table' AND name = ?1 \
+                 AND sql LIKE '%autoincrement%'",
+                crate::catalog::quote(schema)
+            ))?
+            .exists([table])?;
+        if strict == Some(true) || autoinc {
             return Ok(true);
         }
     }
     Ok(false)
-}
-
-fn recursive_triggers(db: &rusqlite::Connection) -> rusqlite::Result<bool> {
-    db.prepare_cached("PRAGMA recursive_triggers")?
-        .query_row([], |r| r.get(0))
 }

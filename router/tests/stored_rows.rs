@@ -340,3 +340,26 @@ fn the_guards_are_back_after_the_transaction() {
         assert_eq!(sum, vec![vec![pleroma::Value::Integer(want)]], "{end}");
     }
 }
+
+/// An AUTOINCREMENT key that reaches the largest rowid fails the statement
+/// with "database or disk is full": without a statement journal SQLite rolls
+/// back the whole transaction, with one only the statement. Found from
+/// outside; the guard must not give the statement a journal.
+#[test]
+fn a_full_autoincrement_inside_a_transaction_ends_it_as_sqlite_does() {
+    for (begin, end) in [("BEGIN", "COMMIT"), ("SAVEPOINT s", "RELEASE s")] {
+        same_store(
+            &format!(
+                "CREATE TABLE t(id INTEGER PRIMARY KEY AUTOINCREMENT, chan INT, g INT, m0 INTEGER);
+                 CREATE TABLE o(x);
+                 INSERT INTO t(id, chan, g, m0) VALUES (9223372036854775805, 1, 1, 1);
+                 PRAGMA pleroma_attach('t', 'chan, g', 'm0');
+                 {begin};
+                 INSERT INTO o VALUES (1);
+                 INSERT INTO t(chan, g, m0) VALUES (2, 2, 2), (3, 3, 3), (4, 4, 4);
+                 {end};"
+            ),
+            PROBE_T,
+        );
+    }
+}
