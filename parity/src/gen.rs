@@ -899,15 +899,40 @@ impl Gen<'_> {
         if !attach_first {
             self.push(Step::Pleroma(attach));
         }
-        // A copy of the table with a plane of its own: plain SQLite's
-        // transfer optimization gives the copy new rowids (it has no
-        // index); two guards alike would make it keep the gaps.
+        // A copy of the table with a plane of its own, by SQLite's transfer
+        // optimization (`INSERT INTO c SELECT * FROM v`), which plain SQLite
+        // takes (the copy has no index): it gives the copy new rowids, where
+        // two alike guards would keep the gaps. From a source without a
+        // plane, the copy's guard alone would turn the optimization off, and
+        // the rows would come in the SELECT's order, which
+        // `reverse_unordered_selects` reverses.
         if self.rng.chance(0.5) {
             self.exec(format!("CREATE TABLE {v}_c{columns}"));
             self.push(Step::Pleroma(format!(
                 "PRAGMA pleroma_attach('{v}_c', 'a', 'm')"
             )));
-            self.exec(format!("INSERT INTO {v}_c SELECT * FROM {v}"));
+            let source = if self.rng.chance(0.5) {
+                v.clone()
+            } else {
+                self.exec(format!("CREATE TABLE {v}_s{columns}"));
+                self.exec(format!("INSERT INTO {v}_s SELECT * FROM {v}"));
+                format!("{v}_s")
+            };
+            let reverse = self.rng.chance(0.5);
+            if reverse {
+                self.exec("PRAGMA reverse_unordered_selects = ON".into());
+            }
+            let inside = self.rng.chance(0.3);
+            if inside {
+                self.exec("BEGIN".into());
+            }
+            self.exec(format!("INSERT INTO {v}_c SELECT * FROM {source}"));
+            if inside {
+                self.exec("COMMIT".into());
+            }
+            if reverse {
+                self.exec("PRAGMA reverse_unordered_selects = OFF".into());
+            }
             self.push(Step::Check(Query {
                 sql: format!("SELECT rowid, * FROM {v}_c ORDER BY rowid"),
                 params: Vec::new(),

@@ -1000,7 +1000,9 @@ impl Connection {
         {
             self.publish_mutated();
         }
-        let result = exec(&self.db, sql, params, want_rows);
+        let result = self
+            .user_counters
+            .running(|| exec(&self.db, sql, params, want_rows));
         self.note_changes(sql);
         if vacuum && result.is_ok() && !crate::mutation::active("vacuum_counts_own_rows") {
             if let Some(rowid) = crate::vacuum::plain_last_insert_rowid(&self.db)? {
@@ -1197,13 +1199,26 @@ impl Connection {
             }
             self.data_version = v;
         }
-        if is_alter(sql) {
-            if let Err(e) = persist::drop_guards(&self.db) {
+        // ALTER TABLE: SQLite refuses to drop or rename a column an index
+        // uses. A transfer: the guards would turn SQLite's optimization off
+        // (`txn_guards::may_transfer`). The state row puts them back.
+        if is_alter(sql)
+            || (crate::txn_guards::may_transfer(sql)
+                && !crate::mutation::active("transfer_with_guards"))
+        {
+            let dropped = self
+                .user_counters
+                .hidden(&self.db, || persist::drop_guards(&self.db));
+            if let Err(e) = dropped {
                 return self.abandon_wrap(Err(e.into()));
             }
         }
         self.lock().begin_statement(true);
-        let result = exec(&self.db, sql, params, want_rows);
+        let total_before = self.db.total_changes() as i64;
+        let result = self
+            .user_counters
+            .running(|| exec(&self.db, sql, params, want_rows));
+        let statement_rows = self.db.total_changes() as i64 - total_before;
         self.note_changes(sql);
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         let flags = shared.take_flags();
@@ -1250,12 +1265,18 @@ impl Connection {
         if let Err(e) = self.persist_in_txn() {
             return self.abandon_wrap(Err(e));
         }
-        if let Err(e) = self
-            .db
-            .prepare_cached("COMMIT")
-            .and_then(|mut s| s.execute([]))
-        {
-            return self.abandon_wrap(Err(e.into()));
+        let committed = self.user_counters.committing(&self.db, || {
+            self.db
+                .prepare_cached("COMMIT")
+                .and_then(|mut s| s.execute([]))
+        });
+        if let Err(e) = committed {
+            // A deferred foreign key: SQLite rolls the statement back in
+            // autocommit, and counts none of its rows.
+            let r = self.abandon_wrap(Err(e.into()));
+            self.user_counters
+                .statement_rolled_back(&self.db, statement_rows);
+            return r;
         }
         self.lock().take_flags();
         self.persisted.committed();
@@ -1286,44 +1307,48 @@ impl Connection {
         if !matches!(kind, StmtKind::Other | StmtKind::Schema) {
             return Ok(());
         }
-        if !is_alter(sql) {
-            if crate::mutation::active("guards_kept_in_txn") {
-                return Ok(());
-            }
-            let unhalted = match self.txn.unhalted {
-                Some(u) => u,
-                None => {
-                    let u = crate::txn_guards::Unhalted::read(&self.db)?;
-                    self.txn.unhalted = Some(u);
-                    u
-                }
-            };
-            if !unhalted.possible() {
-                return Ok(());
-            }
-            let matter = match self.txn.guards_matter.get(sql) {
-                Some(m) => *m,
-                None => {
-                    let guarded: Vec<String> = self
-                        .lock()
-                        .entries
-                        .iter()
-                        .map(|e| e.def.table.clone())
-                        .collect();
-                    let m =
-                        crate::txn_guards::guards_matter(&mut self.db, sql, &guarded, unhalted)?;
-                    self.txn.guards_matter.insert(sql.to_owned(), m);
-                    m
-                }
-            };
-            if !matter {
-                return Ok(());
-            }
+        if !is_alter(sql) && !self.guards_matter(sql)? {
+            return Ok(());
         }
         self.user_counters
             .hidden(&self.db, || persist::drop_guards(&self.db))?;
         self.txn.guards_out = true;
         Ok(())
+    }
+
+    /// Whether the guards would change what this statement keeps inside
+    /// the transaction (`txn_guards.rs`): a transfer, or a write that can
+    /// fail part-way without a halt. Asked once per text and transaction.
+    fn guards_matter(&mut self, sql: &str) -> Result<bool> {
+        if crate::txn_guards::may_transfer(sql) {
+            return Ok(!crate::mutation::active("transfer_with_guards"));
+        }
+        if crate::mutation::active("guards_kept_in_txn") {
+            return Ok(false);
+        }
+        let unhalted = match self.txn.unhalted {
+            Some(u) => u,
+            None => {
+                let u = crate::txn_guards::Unhalted::read(&self.db)?;
+                self.txn.unhalted = Some(u);
+                u
+            }
+        };
+        if !unhalted.possible() {
+            return Ok(false);
+        }
+        if let Some(m) = self.txn.guards_matter.get(sql) {
+            return Ok(*m);
+        }
+        let guarded: Vec<String> = self
+            .lock()
+            .entries
+            .iter()
+            .map(|e| e.def.table.clone())
+            .collect();
+        let m = crate::txn_guards::guards_matter(&mut self.db, sql, &guarded, unhalted)?;
+        self.txn.guards_matter.insert(sql.to_owned(), m);
+        Ok(m)
     }
 
     /// Write the planes' state row inside the open write transaction. If

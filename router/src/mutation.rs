@@ -85,10 +85,10 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     // A cached statement's columns read before its first step: after its
     // table changed shape, the columns of its first compile.
     "columns_before_step",
-    // Two tables' guards alike (no table name in their WHERE): `INSERT
-    // INTO b SELECT * FROM a` takes the transfer optimization and keeps
-    // a's rowids where plain SQLite renumbers them.
-    "guards_alike",
+    // `INSERT INTO b SELECT * FROM a` with the guards in the schema: the
+    // transfer optimization is off where plain SQLite takes it, and the
+    // copy's rows come in another order (or two alike guards keep rowids).
+    "transfer_with_guards",
 ];
 
 /// Mutations of persisted planes that need a plain SQLite writer on a table

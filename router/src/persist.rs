@@ -442,11 +442,6 @@ fn object_sql(db: &rusqlite::Connection, name: &str) -> rusqlite::Result<Option<
         .optional()
 }
 
-/// A string literal of SQL.
-fn quote_literal(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
-}
-
 /// The guard of one table: its index name and its statement.
 fn guard_of(table: &str, columns: &[&str], (id, secret): (i64, i64)) -> (String, String) {
     let name = format!("pleroma_guard_{table}");
@@ -455,19 +450,8 @@ fn guard_of(table: &str, columns: &[&str], (id, secret): (i64, i64)) -> (String,
         .map(|c| quote(c))
         .collect::<Vec<_>>()
         .join(", ");
-    // The table's name is in the WHERE so that no two guards are alike:
-    // SQLite's transfer optimization (`INSERT INTO b SELECT * FROM a`)
-    // runs between two tables only when each index of the destination has
-    // a like index (same columns, same WHERE) on the source, and then keeps
-    // the source's rowids where plain SQLite, with no index on `b`, gives
-    // new ones.
-    let owner = if crate::mutation::active("guards_alike") {
-        String::new()
-    } else {
-        format!("{}, ", quote_literal(table))
-    };
     let sql = format!(
-        "CREATE INDEX {} ON {}({}) WHERE {GUARD_FN}({id}, {owner}{cols}) IS NOT {secret}",
+        "CREATE INDEX {} ON {}({}) WHERE {GUARD_FN}({id}, {cols}) IS NOT {secret}",
         quote(&name),
         quote(table),
         quote(columns[0]),

@@ -33,8 +33,8 @@
 //!   number of triggers);
 //! - "database or disk is full" from an AUTOINCREMENT table whose rowids
 //!   reached the largest integer: when the statement writes such a table;
-//! - the same from `PRAGMA max_page_count` set below its default: then any
-//!   write can fill a schema.
+//! - the same from `PRAGMA max_page_count` set below its default, and out of
+//!   memory under `PRAGMA hard_heap_limit`: then any write can fail so.
 //!
 //! So before a statement inside the transaction, when the connection has one
 //! of those (a STRICT or AUTOINCREMENT table, recursive triggers, a lowered
@@ -53,7 +53,7 @@
 //!
 //! Not covered: "string or blob too big" (a value near SQLite's 1 GB
 //! length limit, `||` of two 500 MB blobs), a disk that is really full, and
-//! out of memory.
+//! out of memory without a heap limit.
 
 use std::sync::{Arc, Mutex};
 
@@ -68,7 +68,8 @@ pub(crate) struct Unhalted {
     tables: bool,
     /// `recursive_triggers` is on.
     recursion: bool,
-    /// Some schema's `max_page_count` is below its default.
+    /// Some schema's `max_page_count` is below its default, or a hard heap
+    /// limit is set: any write can fail with "full" or out of memory.
     page_limit: bool,
 }
 
@@ -102,6 +103,9 @@ impl Unhalted {
                 db.query_row(&format!("PRAGMA {q}.max_page_count"), [], |r| r.get(0))?;
             page_limit |= limit < DEFAULT_MAX_PAGE_COUNT;
         }
+        // A hard heap limit makes any statement fail with out of memory.
+        let heap: i64 = db.query_row("PRAGMA hard_heap_limit", [], |r| r.get(0))?;
+        page_limit |= heap > 0;
         Ok(Unhalted {
             tables,
             recursion,
@@ -189,4 +193,78 @@ pub(crate) fn guards_matter(
         }
     }
     Ok(false)
+}
+
+/// Whether SQLite could run the statement with its transfer optimization
+/// (`xferOptimization` in `insert.c`): `INSERT` or `REPLACE` into a table,
+/// with no column list and no WITH, of `SELECT * FROM` one table. That
+/// optimization runs only when each index of the destination has a like
+/// index on the source, so a guard on the destination turns it off where
+/// plain SQLite, with no index there, takes it; and with it SQLite skips
+/// the CHECK constraints, ignores `INDEXED BY` and `reverse_unordered_selects`
+/// and numbers the rows its own way. So such a statement runs with the
+/// guards of main out of the schema. Read from the words, and erring
+/// towards yes: whatever follows `SELECT * FROM` is not looked at.
+pub(crate) fn may_transfer(sql: &str) -> bool {
+    use crate::tokenize::{self, Kind};
+    let mut words = tokenize::code(sql).filter(|t| t.kind != Kind::Semi);
+    if !words
+        .next()
+        .is_some_and(|t| t.is("INSERT") || t.is("REPLACE"))
+    {
+        return false;
+    }
+    // `OR <conflict>` and then INTO.
+    if !words.by_ref().any(|t| t.is("INTO")) {
+        return false;
+    }
+    // The destination, perhaps with its schema.
+    if words.next().is_none() {
+        return false;
+    }
+    let mut next = words.next();
+    if next.is_some_and(|t| t.text == ".") {
+        words.next();
+        next = words.next();
+    }
+    // An alias of the destination (`INSERT INTO t AS x …`, for upserts).
+    if next.is_some_and(|t| t.is("AS")) {
+        words.next();
+        next = words.next();
+    }
+    if !next.is_some_and(|t| t.is("SELECT")) {
+        return false;
+    }
+    let mut next = words.next();
+    if next.is_some_and(|t| t.is("ALL")) {
+        next = words.next();
+    }
+    next.is_some_and(|t| t.text == "*") && words.next().is_some_and(|t| t.is("FROM"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_transfer;
+
+    #[test]
+    fn tells_a_transfer_candidate() {
+        for yes in [
+            "INSERT INTO b SELECT * FROM a",
+            "insert or replace into main.b select all * from a indexed by i",
+            "REPLACE INTO \"b\" SELECT * FROM aux.a;",
+            "/* c */ INSERT INTO b SELECT * FROM a WHERE 0",
+        ] {
+            assert!(may_transfer(yes), "{yes}");
+        }
+        for no in [
+            "INSERT INTO b(d, m) SELECT * FROM a",
+            "INSERT INTO b SELECT d, m FROM a",
+            "WITH x AS (SELECT 1) INSERT INTO b SELECT * FROM a",
+            "INSERT INTO b VALUES (1, 2)",
+            "INSERT INTO b SELECT DISTINCT * FROM a",
+            "UPDATE b SET m = 1",
+        ] {
+            assert!(!may_transfer(no), "{no}");
+        }
+    }
 }

@@ -25,12 +25,17 @@ struct Adjust {
     ours: i64,
     /// `(the user's changes(), total and changes right after our write)`.
     hidden: Option<(i64, i64, i64)>,
+    /// A statement of the user's is running: SQLite's `changes()` is still
+    /// what the last completed statement left (a trigger's statements
+    /// complete inside it, and SQLite puts the count back when the trigger
+    /// returns), while `total_changes()` moves with every row.
+    running: bool,
 }
 
 impl Adjust {
     fn changes(&self, (changes, total): (i64, i64)) -> i64 {
         match self.hidden {
-            Some((user, t, c)) if t == total && c == changes => user,
+            Some((user, t, c)) if c == changes && (t == total || self.running) => user,
             _ => changes,
         }
     }
@@ -64,6 +69,51 @@ impl UserCounters {
     /// failed INSERT after bookkeeping that ended with 0 rows).
     pub fn user_set_changes(&self) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).hidden = None;
+    }
+
+    /// Run one statement of the user's (see `Adjust::running`).
+    pub fn running<T>(&self, f: impl FnOnce() -> T) -> T {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).running = true;
+        let r = f();
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).running = false;
+        r
+    }
+
+    /// Run Pleroma's COMMIT of a wrapped statement `f`: what it writes of
+    /// SQLite's own (FTS5 flushes its buffer into its shadow tables at a
+    /// commit) counts in `total_changes()` as it does in autocommit, but
+    /// `changes()` stays the statement's, as when the commit is the
+    /// statement's own.
+    pub fn committing<T>(
+        &self,
+        db: &rusqlite::Connection,
+        f: impl FnOnce() -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        let rowid = db.last_insert_rowid();
+        let before = (db.changes() as i64, db.total_changes() as i64);
+        let user = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .changes(before);
+        let r = f();
+        let after = (db.changes() as i64, db.total_changes() as i64);
+        crate::ffi::set_last_insert_rowid(db, rowid);
+        if after.0 != before.0 {
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).hidden =
+                Some((user, after.1, after.0));
+        }
+        r
+    }
+
+    /// The wrap's COMMIT failed (a deferred foreign key) after the user's
+    /// statement changed `rows` rows, and rolled them back: as in
+    /// autocommit, they count in neither `changes()` nor `total_changes()`.
+    pub fn statement_rolled_back(&self, db: &rusqlite::Connection, rows: i64) {
+        let now = (db.changes() as i64, db.total_changes() as i64);
+        let mut a = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        a.ours += rows;
+        a.hidden = Some((0, now.1, now.0));
     }
 
     /// `total_changes()` as the user sees it: SQLite's count on `db`

@@ -363,3 +363,44 @@ fn a_full_autoincrement_inside_a_transaction_ends_it_as_sqlite_does() {
         );
     }
 }
+
+/// `INSERT INTO b SELECT * FROM a` is what SQLite's transfer optimization
+/// copies, when `b` has no index: plain SQLite takes it, and then skips
+/// the CHECK constraints, ignores `INDEXED BY` and
+/// `reverse_unordered_selects`, and gives `b` new rowids. Found from
+/// outside: the guard on `b` turned it off (or, with a plane on `a` too,
+/// two alike guards kept `a`'s rowids). In autocommit and in a transaction.
+#[test]
+fn a_copy_by_select_star_is_the_copy_plain_sqlite_makes() {
+    let probe = "SELECT d, SUM(m), COUNT(*) FROM b GROUP BY d ORDER BY d";
+    for (begin, end) in [("", ""), ("BEGIN;", "COMMIT;")] {
+        for script in [
+            "CREATE TABLE a(d TEXT, m INTEGER); CREATE TABLE b(d TEXT, m INTEGER);
+             INSERT INTO a VALUES ('x', 1), ('y', 2), ('z', 3), ('w', 4);
+             DELETE FROM a WHERE m IN (1, 3);
+             PRAGMA pleroma_attach('a', 'd', 'm'); PRAGMA pleroma_attach('b', 'd', 'm');
+             {begin} INSERT INTO b SELECT * FROM a; {end}",
+            "CREATE TABLE a(id INTEGER PRIMARY KEY, d TEXT, m INTEGER CHECK (m > 0));
+             CREATE TABLE b(id INTEGER PRIMARY KEY, d TEXT, m INTEGER CHECK (m > 0));
+             PRAGMA ignore_check_constraints = ON;
+             INSERT INTO a VALUES (1, 'x', 1), (2, 'y', -2), (3, 'z', 3);
+             PRAGMA ignore_check_constraints = OFF;
+             PRAGMA pleroma_attach('b', 'd', 'm');
+             {begin} INSERT INTO b SELECT * FROM a; {end}",
+            "CREATE TABLE a(d TEXT, m INTEGER); CREATE TABLE b(d TEXT, m INTEGER);
+             INSERT INTO a VALUES ('z', 1), ('a', 2), ('m', 3);
+             PRAGMA pleroma_attach('b', 'd', 'm');
+             PRAGMA reverse_unordered_selects = ON;
+             {begin} INSERT INTO b SELECT * FROM a; {end}
+             PRAGMA reverse_unordered_selects = OFF;",
+            "CREATE TABLE a(d TEXT, m INTEGER); CREATE INDEX a_dm ON a(d, m);
+             CREATE TABLE b(d TEXT, m INTEGER);
+             INSERT INTO a VALUES ('z', 1), ('a', 2), ('m', 3);
+             PRAGMA pleroma_attach('b', 'd', 'm');
+             {begin} INSERT INTO b SELECT * FROM a INDEXED BY a_dm; {end}",
+        ] {
+            let script = script.replace("{begin}", begin).replace("{end}", end);
+            same_store(&script, probe);
+        }
+    }
+}

@@ -30,3 +30,42 @@ fn attach_limb_and_detach_leave_the_counters_alone() {
          {COUNTERS};"
     ));
 }
+
+/// Found from outside: `changes()` inside a trigger, stored by it; an
+/// autocommit statement whose deferred foreign key fails at its commit; an
+/// FTS5 table, which writes its shadow tables at the commit. Each leaves
+/// the counters plain SQLite leaves.
+#[test]
+fn counters_through_triggers_deferred_keys_and_fts5_are_sqlites() {
+    for script in [
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, d TEXT, m INTEGER);
+         CREATE TABLE p(x);
+         CREATE TABLE o(c);
+         INSERT INTO t(d, m) VALUES ('a', 1), ('b', 2), ('c', 3);
+         PRAGMA pleroma_attach('t', 'd', 'm');
+         CREATE TRIGGER tr AFTER INSERT ON p BEGIN INSERT INTO o VALUES (changes()); END;
+         INSERT INTO p VALUES (1), (2), (3);
+         SELECT rowid, * FROM o;",
+        "PRAGMA foreign_keys = ON;
+         CREATE TABLE t(id INTEGER PRIMARY KEY, d TEXT, m INTEGER);
+         CREATE TABLE c(p INT REFERENCES t(id) DEFERRABLE INITIALLY DEFERRED);
+         INSERT INTO t(d, m) VALUES ('1', 1);
+         PRAGMA pleroma_attach('t', 'd', 'm');
+         INSERT INTO c VALUES (99), (1);
+         SELECT changes(), total_changes(), last_insert_rowid();
+         SELECT rowid, * FROM c;",
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, d TEXT, m INTEGER);
+         INSERT INTO t(d, m) VALUES ('a', 1);
+         PRAGMA pleroma_attach('t', 'd', 'm');
+         CREATE VIRTUAL TABLE f USING fts5(body);
+         INSERT INTO f VALUES ('hello'), ('world');
+         SELECT changes(), total_changes(), last_insert_rowid();
+         INSERT INTO f VALUES ('x'), ('y'), ('z');
+         SELECT changes(), total_changes(), last_insert_rowid();",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut pl = pleroma::Connection::open(dir.path().join("p.db")).unwrap();
+        let sq = rusqlite::Connection::open(dir.path().join("s.db")).unwrap();
+        twin_script(&mut pl, &sq, script);
+    }
+}
