@@ -356,8 +356,9 @@ impl Connection {
         };
         if self.lock().is_empty() {
             self.last_route = Route::engine("no plane attached");
-            if sharing {
-                // Its commits still have to be published for the others.
+            // Its commits still have to be published for the others; an
+            // attached file's guards must not change what VACUUM does.
+            if sharing || txn::vacuum_schema(sql).is_some() {
                 return self.run_engine(sql, params, want_rows);
             }
             let r = exec(&self.db, sql, params, want_rows);
@@ -973,7 +974,14 @@ impl Connection {
         // first page it writes would cost several times over.
         // VACUUM renumbers the rowids of a table without an index; a guard
         // would keep them (see `vacuum.rs`).
-        let vacuum = was_auto && txn::is_vacuum_of_main(sql);
+        let vacuum_of = if was_auto {
+            txn::vacuum_schema(sql)
+        } else {
+            None
+        };
+        let vacuum = vacuum_of
+            .as_deref()
+            .is_some_and(|s| s.eq_ignore_ascii_case("main"));
         // (Not while main is attached again: the state row that puts the
         // guards back waits for the next write then.)
         let guarded = || {
@@ -982,11 +990,18 @@ impl Connection {
         };
         let guards_dropped = if vacuum && self.persisted.on && guarded() {
             self.user_counters.hidden(&self.db, || {
-                crate::vacuum::drop_renumbering_guards(&self.db)
+                crate::vacuum::drop_renumbering_guards(&self.db, "main")
             })?
         } else {
             false
         };
+        // Another attached file with persisted planes of its own: its
+        // guards would keep its rowids too.
+        if let Some(schema) = vacuum_of.as_deref().filter(|_| !vacuum) {
+            self.user_counters.hidden(&self.db, || {
+                crate::vacuum::drop_renumbering_guards(&self.db, schema)
+            })?;
+        }
         let before = {
             let mut s = self.lock();
             s.begin_statement(was_auto);
@@ -1004,8 +1019,11 @@ impl Connection {
             .user_counters
             .running(|| exec(&self.db, sql, params, want_rows));
         self.note_changes(sql);
-        if vacuum && result.is_ok() && !crate::mutation::active("vacuum_counts_own_rows") {
-            if let Some(rowid) = crate::vacuum::plain_last_insert_rowid(&self.db)? {
+        if let Some(schema) = vacuum_of
+            .as_deref()
+            .filter(|_| result.is_ok() && !crate::mutation::active("vacuum_counts_own_rows"))
+        {
+            if let Some(rowid) = crate::vacuum::plain_last_insert_rowid(&self.db, schema)? {
                 crate::ffi::set_last_insert_rowid(&self.db, rowid);
             }
         }

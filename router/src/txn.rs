@@ -125,17 +125,18 @@ pub(crate) fn kind_of(sql: &str) -> StmtKind {
     }
 }
 
-/// `VACUUM` or `VACUUM main` rebuilding the main file in place (not `VACUUM
-/// INTO`, which keeps every rowid, nor another schema's VACUUM).
-pub(crate) fn is_vacuum_of_main(sql: &str) -> bool {
+/// The schema a `VACUUM` rebuilds in place: `main` for a bare `VACUUM`,
+/// the name it gives otherwise; `None` for `VACUUM … INTO` (which keeps
+/// every rowid) and for any other statement.
+pub(crate) fn vacuum_schema(sql: &str) -> Option<String> {
     let mut words = tokenize::code(sql).filter(|t| t.kind != tokenize::Kind::Semi);
     if !words.next().is_some_and(|t| t.is("VACUUM")) {
-        return false;
+        return None;
     }
     match words.next() {
-        None => true,
-        Some(t) if t.value().eq_ignore_ascii_case("main") => words.next().is_none(),
-        Some(_) => false,
+        None => Some("main".into()),
+        Some(t) if t.is("INTO") => None,
+        Some(t) => words.next().is_none().then(|| t.value().into_owned()),
     }
 }
 
@@ -163,12 +164,16 @@ mod tests {
     }
 
     #[test]
-    fn tells_vacuum_of_main_apart() {
-        assert!(is_vacuum_of_main("VACUUM"));
-        assert!(is_vacuum_of_main(" vacuum main;"));
-        assert!(!is_vacuum_of_main("VACUUM INTO 'x.db'"));
-        assert!(!is_vacuum_of_main("VACUUM main INTO 'x.db'"));
-        assert!(!is_vacuum_of_main("VACUUM aux"));
+    fn tells_what_a_vacuum_rebuilds() {
+        let main = Some("main".to_owned());
+        assert_eq!(vacuum_schema("VACUUM"), main);
+        assert_eq!(vacuum_schema(" vacuum main;"), main);
+        assert_eq!(vacuum_schema("VACUUM INTO 'x.db'"), None);
+        assert_eq!(vacuum_schema("VACUUM main INTO 'x.db'"), None);
+        assert_eq!(vacuum_schema("VACUUM aux").as_deref(), Some("aux"));
+        assert_eq!(vacuum_schema("VACUUM \"aux\";").as_deref(), Some("aux"));
+        assert_eq!(vacuum_schema("VACUUM aux INTO 'x.db'"), None);
+        assert_eq!(vacuum_schema("SELECT 1"), None);
     }
 
     #[test]

@@ -25,35 +25,42 @@
 //!   in the new `sqlite_schema`. Pleroma's tables and guards add rows there;
 //!   the rowid plain SQLite reports is that count without them.
 
-use crate::persist;
-
 /// Pleroma's own tables: their rows in `sqlite_schema` (and their
 /// automatic indexes) are not the user's.
 const OWN_TABLES: &str =
     "('pleroma_catalog', 'pleroma_limbs', 'pleroma_settings', 'pleroma_state')";
 
-/// Drop the guards whose table VACUUM would renumber without them: rowid
-/// tables whose only index is their guard. Returns whether any was dropped.
-pub(crate) fn drop_renumbering_guards(db: &rusqlite::Connection) -> rusqlite::Result<bool> {
+/// Drop the guards of `schema` whose table VACUUM would renumber without
+/// them: rowid tables whose only index is their guard. Returns whether any
+/// was dropped. For main, the state row after VACUUM puts them back; for
+/// another attached file with persisted planes of its own, its next open
+/// finds them missing, rebuilds its planes and puts them back.
+pub(crate) fn drop_renumbering_guards(
+    db: &rusqlite::Connection,
+    schema: &str,
+) -> rusqlite::Result<bool> {
     if crate::mutation::active("vacuum_keeps_guards") {
         // The mutation: the guards stay, and VACUUM keeps the rowids.
         return Ok(false);
     }
-    let tables: Vec<String> = db
-        .prepare(
-            "SELECT g.tbl_name FROM main.sqlite_schema g \
+    let s = crate::catalog::quote(schema);
+    let guards: Vec<String> = db
+        .prepare(&format!(
+            "SELECT g.name FROM {s}.sqlite_schema g \
              WHERE g.type = 'index' AND g.name LIKE 'pleroma\\_guard\\_%' ESCAPE '\\' \
              AND g.tbl_name <> 'pleroma_state' \
-             AND NOT EXISTS (SELECT 1 FROM main.sqlite_schema i WHERE i.type = 'index' \
-                             AND i.tbl_name = g.tbl_name AND i.name <> g.name)",
-        )?
+             AND NOT EXISTS (SELECT 1 FROM {s}.sqlite_schema i WHERE i.type = 'index' \
+                             AND i.tbl_name = g.tbl_name AND i.name <> g.name)"
+        ))?
         .query_map([], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    if tables.is_empty() {
+    if guards.is_empty() {
         return Ok(false);
     }
     db.execute_batch("BEGIN IMMEDIATE")?;
-    let r = tables.iter().try_for_each(|t| persist::drop_guard(db, t));
+    let r = guards.iter().try_for_each(|g| {
+        db.execute_batch(&format!("DROP INDEX {s}.{}", crate::catalog::quote(g)))
+    });
     match r {
         Ok(()) => db.execute_batch("COMMIT")?,
         Err(e) => {
@@ -64,10 +71,13 @@ pub(crate) fn drop_renumbering_guards(db: &rusqlite::Connection) -> rusqlite::Re
     Ok(true)
 }
 
-/// After a VACUUM of main: the `last_insert_rowid()` plain SQLite would
+/// After a VACUUM of `schema`: the `last_insert_rowid()` plain SQLite would
 /// report, when VACUUM set it (a view, trigger or virtual table exists);
 /// `None` when VACUUM left it as it was.
-pub(crate) fn plain_last_insert_rowid(db: &rusqlite::Connection) -> rusqlite::Result<Option<i64>> {
+pub(crate) fn plain_last_insert_rowid(
+    db: &rusqlite::Connection,
+    schema: &str,
+) -> rusqlite::Result<Option<i64>> {
     let own = format!(
         "(tbl_name IN {OWN_TABLES} OR (type = 'index' AND name LIKE 'pleroma\\_guard\\_%' ESCAPE '\\'))"
     );
@@ -76,7 +86,8 @@ pub(crate) fn plain_last_insert_rowid(db: &rusqlite::Connection) -> rusqlite::Re
             "SELECT count(*) FILTER (WHERE type IN ('view', 'trigger') \
                                      OR (type = 'table' AND rootpage = 0)), \
                     count(*) FILTER (WHERE NOT {own}) \
-             FROM main.sqlite_schema"
+             FROM {}.sqlite_schema",
+            crate::catalog::quote(schema)
         ),
         [],
         |r| Ok((r.get(0)?, r.get(1)?)),

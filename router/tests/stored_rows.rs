@@ -404,3 +404,51 @@ fn a_copy_by_select_star_is_the_copy_plain_sqlite_makes() {
         }
     }
 }
+
+/// `VACUUM aux` of an attached file with persisted planes of its own
+/// renumbers its rowids as plain SQLite does (found from outside: its
+/// guards kept them), and that file's next open is exact.
+#[test]
+fn vacuum_of_an_attached_persisted_file_renumbers_as_plain_sqlite_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let make = "CREATE TABLE t(a TEXT, m INT);
+        INSERT INTO t VALUES ('x', 1), ('y', 2), ('z', 3), ('w', 4);
+        DELETE FROM t WHERE m IN (1, 3);";
+    let planed = dir.path().join("planed.db");
+    let plain = dir.path().join("plain.db");
+    {
+        let mut a = Connection::open(&planed).unwrap();
+        a.execute_batch(make).unwrap();
+        a.execute_batch("PRAGMA pleroma_attach('t', 'a', 'm')")
+            .unwrap();
+        rusqlite::Connection::open(&plain)
+            .unwrap()
+            .execute_batch(make)
+            .unwrap();
+    }
+    let rows = "SELECT rowid, * FROM aux.t ORDER BY rowid";
+    let counters = "SELECT last_insert_rowid(), changes(), total_changes()";
+    let mut pl = Connection::open(dir.path().join("p.db")).unwrap();
+    pl.execute_batch(&format!("ATTACH '{}' AS aux; VACUUM aux", planed.display()))
+        .unwrap();
+    let sq = rusqlite::Connection::open(dir.path().join("s.db")).unwrap();
+    sq.execute_batch(&format!("ATTACH '{}' AS aux; VACUUM aux", plain.display()))
+        .unwrap();
+    assert_eq!(
+        pl.query(rows, &[]).unwrap().rows,
+        sqlite_rows(&sq, rows, &[]).unwrap()
+    );
+    assert_eq!(
+        pl.query(counters, &[]).unwrap().rows,
+        sqlite_rows(&sq, counters, &[]).unwrap()
+    );
+    drop(pl);
+    let mut again = Connection::open(&planed).unwrap();
+    again.execute_batch("PRAGMA pleroma_route = plane").unwrap();
+    let probe = "SELECT a, SUM(m), COUNT(*) FROM t GROUP BY a ORDER BY a";
+    let plain_db = rusqlite::Connection::open(&plain).unwrap();
+    assert_eq!(
+        again.query(probe, &[]).unwrap().rows,
+        sqlite_rows(&plain_db, probe, &[]).unwrap()
+    );
+}
