@@ -303,6 +303,8 @@ impl Connection {
         let allow = self.persisted.on && {
             let planes = self.lock();
             planes.main_aliases.is_empty()
+                && (planes.main_copies.is_empty()
+                    || crate::mutation::active("guard_passes_any_file"))
                 && (!planes.is_empty() || crate::mutation::active("guard_passes_any_file"))
         };
         self.guard

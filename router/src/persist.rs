@@ -112,7 +112,7 @@ pub(crate) fn register_guard(db: &rusqlite::Connection, g: Arc<Guard>) -> rusqli
                 "pleroma_guard: this table has a persisted plane, and this write would bypass it: \
                  write through pleroma::Connection::execute (not Connection::sqlite()) on a \
                  connection opened on this very file (a write into another attached file with \
-                 persisted planes, or into the main file through a second name, is refused)"
+                 persisted planes, or into the main file through a second name or into a copy of it, is refused)"
                     .into(),
             ))
         },
@@ -497,8 +497,23 @@ fn guards_needed<'a>(
 
 /// The file's guard keys, as its state table's guard records them.
 pub(crate) fn file_keys(db: &rusqlite::Connection) -> rusqlite::Result<Option<(i64, i64)>> {
+    file_keys_in(db, "main")
+}
+
+/// The guard keys of the file attached as `schema`.
+pub(crate) fn file_keys_in(
+    db: &rusqlite::Connection,
+    schema: &str,
+) -> rusqlite::Result<Option<(i64, i64)>> {
     let name = format!("pleroma_guard_{STATE}");
-    let Some(Some(sql)) = object_sql(db, &name)? else {
+    let sql: Option<Option<String>> = db
+        .prepare_cached(&format!(
+            "SELECT sql FROM {}.sqlite_schema WHERE name = ?1",
+            quote(schema)
+        ))?
+        .query_row([&name], |r| r.get(0))
+        .optional()?;
+    let Some(Some(sql)) = sql else {
         return Ok(None);
     };
     let num = |s: &str| -> Option<i64> {

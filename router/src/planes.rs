@@ -32,6 +32,11 @@ pub(crate) struct Planes {
     /// Other schema names under which the main database file is attached
     /// (`ATTACH` of the same file): their row events are main's.
     pub main_aliases: Vec<String>,
+    /// Other attached files with the main file's guard keys: copies of it
+    /// (a backup, a copied file). Pleroma's guard would pass their writes,
+    /// which no state row of theirs follows, so while one is attached the
+    /// guard passes nothing.
+    pub main_copies: Vec<String>,
     /// Moves on every change to any plane (row event, restore, rebuild):
     /// a memo is valid while it has not moved.
     pub(crate) writes: u64,
@@ -361,6 +366,7 @@ pub(crate) fn rebuild_all(db: &rusqlite::Connection, shared: &mut Planes, why: R
 /// columns went away goes out of service until `pleroma_rebuild`.
 pub(crate) fn reverify_all(db: &rusqlite::Connection, shared: &mut Planes) {
     shared.main_aliases = catalog::main_aliases(db).unwrap_or_default();
+    shared.main_copies = main_copies(db, &shared.main_aliases).unwrap_or_default();
     for e in shared.entries_mut() {
         if e.broken.is_some() {
             continue;
@@ -372,4 +378,26 @@ pub(crate) fn reverify_all(db: &rusqlite::Connection, shared: &mut Planes) {
             ));
         }
     }
+}
+
+/// The attached files, other than main and its aliases, whose guard keys are
+/// main's (see `Planes::main_copies`).
+fn main_copies(db: &rusqlite::Connection, aliases: &[String]) -> rusqlite::Result<Vec<String>> {
+    let Some(keys) = crate::persist::file_keys(db)? else {
+        return Ok(Vec::new());
+    };
+    let schemas: Vec<String> = db
+        .prepare("SELECT name FROM pragma_database_list WHERE name NOT IN ('main', 'temp')")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut out = Vec::new();
+    for s in schemas {
+        if aliases.iter().any(|a| a.eq_ignore_ascii_case(&s)) {
+            continue;
+        }
+        if crate::persist::file_keys_in(db, &s)? == Some(keys) {
+            out.push(s);
+        }
+    }
+    Ok(out)
 }

@@ -589,3 +589,34 @@ fn the_guard_passes_only_writes_persisted_for_that_file() {
         check_all(&mut c, p);
     }
 }
+
+/// A copy of the main file (a backup, a copied file) has the main file's
+/// guard keys, so the guard would pass writes into it that no state row of
+/// its own follows. While one is attached, the guard passes nothing; after
+/// DETACH the main file is written as before, and the copy opens exact.
+#[test]
+fn a_copy_of_the_main_file_attached_is_never_written_unpersisted() {
+    let (d, path) = new_db();
+    let copy = d.path().join("copy.db");
+    std::fs::copy(&path, &copy).unwrap();
+    let mut c = Connection::open(&path).unwrap();
+    c.execute(&format!("ATTACH '{}' AS k", copy.display()), &[])
+        .unwrap();
+    let w = "INSERT INTO k.ev(device, country, cents, note) VALUES ('web', 'fr', 5, 'x')";
+    assert!(c.execute(w, &[]).is_err(), "{w}");
+    c.execute_batch("BEGIN").unwrap();
+    assert!(c.execute(w, &[]).is_err(), "{w} in a transaction");
+    c.execute_batch("COMMIT").unwrap();
+    c.execute("DETACH k", &[]).unwrap();
+    c.execute(
+        "INSERT INTO ev(device, country, cents, note) VALUES ('ios', 'de', 7, 'y')",
+        &[],
+    )
+    .unwrap();
+    drop(c);
+    for p in [&path, &copy] {
+        let mut c = Connection::open(p).unwrap();
+        assert_eq!(planes_col(&mut c, "last_rebuild"), Value::Null);
+        check_all(&mut c, p);
+    }
+}
