@@ -144,6 +144,11 @@ pub enum Step {
     /// functions would): it passes the guard and leaves its rows in the
     /// guard index, which Pleroma must see at its next follow or open.
     StandIn(String),
+    /// A copy of Pleroma's file attached to the Pleroma connection as `k`,
+    /// and a write into it that Pleroma must refuse (the guard would pass
+    /// it, with the main file's keys, and no state row of the copy's
+    /// follows it); then `DETACH k`. Pleroma's side only.
+    CopyRefused(String),
     /// Close the Pleroma connection and open the file again.
     Reopen,
     /// A query compared with SQLite (and its route checked).
@@ -352,6 +357,12 @@ impl Gen<'_> {
                     let cols = self.s.insert_columns();
                     let row = self.s.row(&mut self.rng, None);
                     self.push(Step::StandIn(format!("INSERT INTO t({cols}) VALUES {row}")));
+                } else if self.rng.chance(0.2) {
+                    let cols = self.s.insert_columns();
+                    let row = self.s.row(&mut self.rng, None);
+                    self.push(Step::CopyRefused(format!(
+                        "INSERT INTO k.t({cols}) VALUES {row}"
+                    )));
                 } else {
                     let w = self.simple_write();
                     self.push(Step::Second(w));

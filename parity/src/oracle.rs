@@ -188,6 +188,34 @@ impl Pair {
                 let b = plain(&self.sq_path);
                 self.agree(sql, a, b, st)
             }
+            Step::CopyRefused(sql) => {
+                // The copy holds everything committed: WAL frames first
+                // into the file (a checkpoint changes no row).
+                self.pl
+                    .sqlite()
+                    .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+                    .map_err(|e| e.to_string())?;
+                let copy = self.pl_path.with_extension("copy.db");
+                std::fs::copy(&self.pl_path, &copy).map_err(|e| e.to_string())?;
+                let attach = format!("ATTACH '{}' AS k", copy.display());
+                self.pl
+                    .execute_batch(&attach)
+                    .map_err(|e| format!("{attach}: {e}"))?;
+                let r = self.pl.execute_batch(sql);
+                self.pl
+                    .execute_batch("DETACH k")
+                    .map_err(|e| format!("DETACH k: {e}"))?;
+                let _ = std::fs::remove_file(&copy);
+                match r {
+                    Ok(()) => Err(format!(
+                        "{sql}: a write into a copy of the file passed the guard (nothing persists it)"
+                    )),
+                    Err(_) => {
+                        st.pass("refused writes");
+                        Ok(())
+                    }
+                }
+            }
             Step::StandIn(sql) => {
                 let stand_in = |p: &Path| {
                     let db = rusqlite::Connection::open(p).map_err(|e| e.to_string())?;

@@ -39,6 +39,7 @@ pub fn write(steps: &[Step], header: &str) -> String {
             Step::Process(sql) => out += &format!("-- @process\n{sql};\n"),
             Step::Plain(sql) => out += &format!("-- @plain\n{sql};\n"),
             Step::StandIn(sql) => out += &format!("-- @standin\n{sql};\n"),
+            Step::CopyRefused(sql) => out += &format!("-- @copy-refused\n{sql};\n"),
             Step::Reopen => out += "-- @reopen\n",
             Step::Check(q) | Step::Reader(q) => {
                 let word = if matches!(s, Step::Reader(_)) {
@@ -132,6 +133,7 @@ pub fn parse(text: &str) -> anyhow::Result<Vec<Step>> {
             "process" => Step::Process(sql(&b)),
             "plain" => Step::Plain(sql(&b)),
             "standin" => Step::StandIn(sql(&b)),
+            "copy-refused" => Step::CopyRefused(sql(&b)),
             "reopen" => Step::Reopen,
             "check" | "reader" => {
                 let (head, params) = match rest.split_once(" params: ") {

@@ -833,15 +833,8 @@ pub(crate) fn main_aliases(db: &rusqlite::Connection) -> rusqlite::Result<Vec<St
     // The same file by any path (a hard link included): the same device
     // and inode.
     let ident = |f: &str| {
-        if crate::mutation::active("alias_by_path") {
-            return std::fs::canonicalize(f)
-                .ok()
-                .map(|p| (0, p.to_string_lossy().len() as u64, p));
-        }
         use std::os::unix::fs::MetadataExt;
-        std::fs::metadata(f)
-            .ok()
-            .map(|m| (m.dev(), m.ino(), std::path::PathBuf::new()))
+        std::fs::metadata(f).ok().map(|m| (m.dev(), m.ino()))
     };
     let main_c = ident(&main);
     Ok(rows
