@@ -149,6 +149,13 @@ pub enum Step {
     /// it, with the main file's keys, and no state row of the copy's
     /// follows it); then `DETACH k`. Pleroma's side only.
     CopyRefused(String),
+    /// A snapshot of both files by SQLite's online backup API (kept beside
+    /// them for a later `Restore`).
+    Backup,
+    /// Both files restored from their snapshot by the online backup API,
+    /// under the running connections (as `sqlite3 .restore` does): the
+    /// Pleroma connection must see that its state is gone, not follow it.
+    Restore,
     /// Close the Pleroma connection and open the file again.
     Reopen,
     /// A query compared with SQLite (and its route checked).
@@ -199,6 +206,10 @@ pub fn case(seed: u64, size: Size) -> (Schema, Vec<Step>) {
     // row given back before COMMIT, then a reopen that must not trust it.
     g.settle();
     g.release_then_undo();
+    // And a write into an attached copy of the file, which must be refused.
+    let cols = g.s.insert_columns();
+    let row = g.s.row(&mut g.rng, None);
+    g.push(Step::CopyRefused(format!("INSERT INTO k.t({cols}) VALUES {row}")));
     let steps = g.steps;
     (schema, steps)
 }
@@ -383,6 +394,23 @@ impl Gen<'_> {
                 self.settle();
                 if self.rng.chance(0.5) {
                     self.release_then_undo();
+                }
+                if self.rng.chance(0.5) {
+                    // Writes after a snapshot, then the snapshot restored
+                    // under the running connection.
+                    self.push(Step::Backup);
+                    for _ in 0..self.rng.range(1, 3) {
+                        let w = self.simple_write();
+                        self.exec(w);
+                    }
+                    self.push(Step::Check(Query {
+                        sql: "SELECT COUNT(*) FROM t".into(),
+                        params: Vec::new(),
+                        class: Class::Any,
+                        order: Order::Total,
+                    }));
+                    self.push(Step::Restore);
+                    self.checks(2);
                 }
                 self.push(Step::Reopen);
                 self.checks(2);

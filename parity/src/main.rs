@@ -141,8 +141,8 @@ fn real_main(args: &[String]) -> anyhow::Result<bool> {
     if mutations {
         let mut names = runner::mutation_names();
         if let Some(one) = &only {
-            // Any mutation by name, the ones outside the sweep too.
-            names.extend(pleroma::mutation::UNSWEPT_PERSIST_MUTATIONS);
+            // Any mutation by name, the persisted planes' own too.
+            names.extend(pleroma::mutation::PERSIST_MUTATIONS);
             names.retain(|n| n == one);
             names.dedup();
             if names.is_empty() {

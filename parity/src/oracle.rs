@@ -248,6 +248,25 @@ impl Pair {
                 let (a, b) = (a.map(|_| 0), b.map(|_| 0));
                 self.agree(sql, a, b, st)
             }
+            Step::Backup | Step::Restore => {
+                for path in [&self.pl_path, &self.sq_path] {
+                    let snap = path.with_extension("snap.db");
+                    let (from, to) = if matches!(step, Step::Backup) {
+                        (path.as_path(), snap.as_path())
+                    } else {
+                        (snap.as_path(), path.as_path())
+                    };
+                    let copy = || -> rusqlite::Result<()> {
+                        let src = rusqlite::Connection::open(from)?;
+                        let mut dst = rusqlite::Connection::open(to)?;
+                        let backup = rusqlite::backup::Backup::new(&src, &mut dst)?;
+                        backup.run_to_completion(64, std::time::Duration::ZERO, None)?;
+                        Ok(())
+                    };
+                    copy().map_err(|e| format!("{step:?} {}: {e}", path.display()))?;
+                }
+                Ok(())
+            }
             Step::Reopen => {
                 // Assigning drops the old connection after the new one opens.
                 self.pl =

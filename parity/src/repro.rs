@@ -41,6 +41,8 @@ pub fn write(steps: &[Step], header: &str) -> String {
             Step::StandIn(sql) => out += &format!("-- @standin\n{sql};\n"),
             Step::CopyRefused(sql) => out += &format!("-- @copy-refused\n{sql};\n"),
             Step::Reopen => out += "-- @reopen\n",
+            Step::Backup => out += "-- @backup\n",
+            Step::Restore => out += "-- @restore\n",
             Step::Check(q) | Step::Reader(q) => {
                 let word = if matches!(s, Step::Reader(_)) {
                     "reader"
@@ -135,6 +137,8 @@ pub fn parse(text: &str) -> anyhow::Result<Vec<Step>> {
             "standin" => Step::StandIn(sql(&b)),
             "copy-refused" => Step::CopyRefused(sql(&b)),
             "reopen" => Step::Reopen,
+            "backup" => Step::Backup,
+            "restore" => Step::Restore,
             "check" | "reader" => {
                 let (head, params) = match rest.split_once(" params: ") {
                     Some((h, p)) => (h, parse_params(p)?),
