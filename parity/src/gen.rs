@@ -209,7 +209,9 @@ pub fn case(seed: u64, size: Size) -> (Schema, Vec<Step>) {
     // And a write into an attached copy of the file, which must be refused.
     let cols = g.s.insert_columns();
     let row = g.s.row(&mut g.rng, None);
-    g.push(Step::CopyRefused(format!("INSERT INTO k.t({cols}) VALUES {row}")));
+    g.push(Step::CopyRefused(format!(
+        "INSERT INTO k.t({cols}) VALUES {row}"
+    )));
     let steps = g.steps;
     (schema, steps)
 }

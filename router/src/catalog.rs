@@ -447,6 +447,18 @@ pub(crate) fn resolve_columns(
     db: &rusqlite::Connection,
     entry: &mut PlaneEntry,
 ) -> Result<(), String> {
+    // SQLite compares text by the bytes of the file's encoding (BINARY
+    // memcmp()s UTF-16 code units there); a plane orders and compares
+    // UTF-8 bytes, which differ from UTF-16 order past U+FFFF and between
+    // U+0100 and the ASCII letters in UTF-16le.
+    let encoding: String = db
+        .query_row("PRAGMA main.encoding", [], |r| r.get(0))
+        .map_err(|e| e.to_string())?;
+    if encoding != "UTF-8" {
+        return Err(format!(
+            "the database's text encoding is {encoding}: SQLite compares its text in {encoding}, a plane in UTF-8"
+        ));
+    }
     let t = &entry.def.table;
     let shadow: bool = db
         .query_row("SELECT count(*) FROM temp.sqlite_master WHERE type IN ('table','view') AND name = ?1 COLLATE NOCASE", [t], |r| r.get::<_, i64>(0))

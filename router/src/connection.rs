@@ -1017,9 +1017,7 @@ impl Connection {
         {
             self.publish_mutated();
         }
-        let result = self
-            .user_counters
-            .running(|| exec(&self.db, sql, params, want_rows));
+        let result = exec(&self.db, sql, params, want_rows);
         self.note_changes(sql);
         if let Some(schema) = vacuum_of
             .as_deref()
@@ -1192,7 +1190,21 @@ impl Connection {
         kind: &StmtKind,
     ) -> Result<(Rows, usize)> {
         let _commit = self.database.commit_in_flight();
-        self.db.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        let begun = self
+            .db
+            .prepare_cached("BEGIN IMMEDIATE")
+            .and_then(|mut s| s.execute([]));
+        if let Err(e) = begun {
+            if e.sqlite_error_code() != Some(rusqlite::ErrorCode::ReadOnly) {
+                return Err(e.into());
+            }
+            // A read-only connection (`query_only`, a read-only file): the
+            // statement cannot write either, and fails as it does in plain
+            // SQLite (which also sets `changes()` to 0 then).
+            let r = exec(&self.db, sql, params, want_rows);
+            self.note_changes(sql);
+            return Ok(r?);
+        }
         self.lock().take_flags();
         let v = match self.read_data_version() {
             Ok(v) => v,
@@ -1235,9 +1247,7 @@ impl Connection {
         }
         self.lock().begin_statement(true);
         let total_before = self.db.total_changes() as i64;
-        let result = self
-            .user_counters
-            .running(|| exec(&self.db, sql, params, want_rows));
+        let result = exec(&self.db, sql, params, want_rows);
         let statement_rows = self.db.total_changes() as i64 - total_before;
         self.note_changes(sql);
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());

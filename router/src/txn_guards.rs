@@ -36,9 +36,13 @@
 //! - the same from `PRAGMA max_page_count` set below its default, and out of
 //!   memory under `PRAGMA hard_heap_limit`: then any write can fail so.
 //!
+//! A statement journal also opens a statement savepoint, at which FTS3/4/5
+//! tables write out the rows they hold in memory until the commit in plain
+//! SQLite: their shadow tables then store other segments.
+//!
 //! So before a statement inside the transaction, when the connection has one
-//! of those (a STRICT or AUTOINCREMENT table, recursive triggers, a lowered
-//! page limit: asked once per transaction, again after a schema statement,
+//! of those (a STRICT or AUTOINCREMENT table, a virtual table, recursive
+//! triggers, a lowered page limit: asked once per transaction, again after a schema statement,
 //! a PRAGMA or a `ROLLBACK TO`), Pleroma compiles the statement once with
 //! an authorizer, which SQLite calls for every table the statement writes,
 //! its triggers' writes included (`AuthContext::accessor` names the
@@ -66,6 +70,10 @@ use rusqlite::OptionalExtension;
 pub(crate) struct Unhalted {
     /// A STRICT or AUTOINCREMENT table exists in some schema.
     tables: bool,
+    /// A virtual table exists in some schema: FTS3/4/5 (and others) write
+    /// their pending rows at every statement savepoint, so a statement
+    /// journal the guard gives a statement changes what they store.
+    vtabs: bool,
     /// `recursive_triggers` is on.
     recursion: bool,
     /// Some schema's `max_page_count` is below its default, or a hard heap
@@ -93,12 +101,19 @@ impl Unhalted {
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         let mut tables = strict;
+        let mut vtabs = false;
         let mut page_limit = false;
         for s in &schemas {
             let q = crate::catalog::quote(s);
             if !tables && autoinc(&q)? {
                 tables = true;
             }
+            vtabs |= db
+                .prepare_cached(&format!(
+                    "SELECT 1 FROM {q}.sqlite_schema WHERE type = 'table' \
+                     AND sql LIKE 'create virtual table%' LIMIT 1"
+                ))?
+                .exists([])?;
             let limit: i64 =
                 db.query_row(&format!("PRAGMA {q}.max_page_count"), [], |r| r.get(0))?;
             page_limit |= limit < DEFAULT_MAX_PAGE_COUNT;
@@ -108,6 +123,7 @@ impl Unhalted {
         page_limit |= heap > 0;
         Ok(Unhalted {
             tables,
+            vtabs,
             recursion,
             page_limit,
         })
@@ -115,7 +131,7 @@ impl Unhalted {
 
     /// Whether any statement can fail that way here.
     pub(crate) fn possible(&self) -> bool {
-        self.tables || self.recursion || self.page_limit
+        self.tables || self.vtabs || self.recursion || self.page_limit
     }
 }
 
@@ -169,6 +185,7 @@ pub(crate) fn guards_matter(
         return Ok(false);
     }
     if unhalted.page_limit
+        || unhalted.vtabs
         || (unhalted.recursion && writes.iter().any(|(_, _, by_trigger)| *by_trigger))
     {
         return Ok(true);

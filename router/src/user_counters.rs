@@ -25,17 +25,12 @@ struct Adjust {
     ours: i64,
     /// `(the user's changes(), total and changes right after our write)`.
     hidden: Option<(i64, i64, i64)>,
-    /// A statement of the user's is running: SQLite's `changes()` is still
-    /// what the last completed statement left (a trigger's statements
-    /// complete inside it, and SQLite puts the count back when the trigger
-    /// returns), while `total_changes()` moves with every row.
-    running: bool,
 }
 
 impl Adjust {
     fn changes(&self, (changes, total): (i64, i64)) -> i64 {
         match self.hidden {
-            Some((user, t, c)) if c == changes && (t == total || self.running) => user,
+            Some((user, t, c)) if t == total && c == changes => user,
             _ => changes,
         }
     }
@@ -69,14 +64,6 @@ impl UserCounters {
     /// failed INSERT after bookkeeping that ended with 0 rows).
     pub fn user_set_changes(&self) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).hidden = None;
-    }
-
-    /// Run one statement of the user's (see `Adjust::running`).
-    pub fn running<T>(&self, f: impl FnOnce() -> T) -> T {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).running = true;
-        let r = f();
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).running = false;
-        r
     }
 
     /// Run Pleroma's COMMIT of a wrapped statement `f`: what it writes of
@@ -137,7 +124,19 @@ impl UserCounters {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .changes(before);
+        // Under the deprecated `count_changes`, an INSERT, UPDATE or DELETE
+        // returns its count as a row, which Pleroma's own writes do not
+        // expect: off for them, on again after.
+        let counting: bool = db
+            .prepare_cached("PRAGMA count_changes")?
+            .query_row([], |r| r.get(0))?;
+        if counting {
+            db.execute_batch("PRAGMA count_changes = OFF")?;
+        }
         let r = f();
+        if counting {
+            db.execute_batch("PRAGMA count_changes = ON")?;
+        }
         let after = (db.changes() as i64, db.total_changes() as i64);
         crate::ffi::set_last_insert_rowid(db, rowid);
         if crate::mutation::active("counters_moved") {

@@ -80,3 +80,40 @@ fn a_key_recreated_with_a_collation_takes_the_limb_out_of_service() {
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(routes, [RouteKind::Plane, RouteKind::Engine]);
 }
+
+/// A UTF-16 database compares text in UTF-16 (found from outside: the
+/// plane's UTF-8 order answered `d > 'a'` and `ORDER BY d` differently):
+/// no plane attaches there, and SQLite answers.
+#[test]
+fn a_utf16_database_takes_no_plane() {
+    for enc in ["UTF-16le", "UTF-16be"] {
+        let mut pl = pleroma::Connection::open_in_memory().unwrap();
+        pl.execute_batch(&format!(
+            "PRAGMA encoding = '{enc}';
+             CREATE TABLE t(d TEXT, m INT);
+             INSERT INTO t VALUES ('a', 1), ('b', 2), ('\u{100}', 3), ('\u{20ac}', 4);"
+        ))
+        .unwrap();
+        let err = pl
+            .execute_batch("PRAGMA pleroma_attach('t', 'd', 'm')")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("text encoding"), "{enc}: {err}");
+        let rows = pl
+            .query("SELECT COUNT(*), SUM(m) FROM t WHERE d > 'a'", &[])
+            .unwrap()
+            .rows;
+        assert_eq!(pl.last_route().kind, pleroma::RouteKind::Engine);
+        let sq = rusqlite::Connection::open_in_memory().unwrap();
+        sq.execute_batch(&format!(
+            "PRAGMA encoding = '{enc}';
+             CREATE TABLE t(d TEXT, m INT);
+             INSERT INTO t VALUES ('a', 1), ('b', 2), ('\u{100}', 3), ('\u{20ac}', 4);"
+        ))
+        .unwrap();
+        assert_eq!(
+            rows,
+            sqlite_rows(&sq, "SELECT COUNT(*), SUM(m) FROM t WHERE d > 'a'", &[]).unwrap()
+        );
+    }
+}

@@ -31,21 +31,41 @@ fn attach_limb_and_detach_leave_the_counters_alone() {
     ));
 }
 
-/// Found from outside: `changes()` inside a trigger, stored by it; an
-/// autocommit statement whose deferred foreign key fails at its commit; an
-/// FTS5 table, which writes its shadow tables at the commit. Each leaves
-/// the counters plain SQLite leaves.
+/// Found from outside: `changes()` inside a trigger after its own insert,
+/// stored by it; a write refused under `query_only`; writes under
+/// `count_changes`; an autocommit statement whose deferred foreign key
+/// fails at its commit; an FTS5 table, which writes its shadow tables at
+/// the commit. Each leaves the counters (and rows) plain SQLite leaves.
 #[test]
 fn counters_through_triggers_deferred_keys_and_fts5_are_sqlites() {
     for script in [
         "CREATE TABLE t(id INTEGER PRIMARY KEY, d TEXT, m INTEGER);
-         CREATE TABLE p(x);
-         CREATE TABLE o(c);
-         INSERT INTO t(d, m) VALUES ('a', 1), ('b', 2), ('c', 3);
+         CREATE TABLE s(x INTEGER);
+         CREATE TABLE lg(w, c);
+         INSERT INTO t(d, m) VALUES ('a', 1), ('b', 2);
          PRAGMA pleroma_attach('t', 'd', 'm');
-         CREATE TRIGGER tr AFTER INSERT ON p BEGIN INSERT INTO o VALUES (changes()); END;
-         INSERT INTO p VALUES (1), (2), (3);
-         SELECT rowid, * FROM o;",
+         CREATE TRIGGER tr AFTER DELETE ON t BEGIN INSERT INTO s VALUES (1); INSERT INTO lg VALUES ('tr', changes()); END;
+         UPDATE t SET m = m + 1;
+         CREATE TABLE zz(x);
+         DELETE FROM t WHERE d = 'a';
+         SELECT rowid, * FROM lg;",
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, d TEXT, m INTEGER);
+         INSERT INTO t(d, m) VALUES ('a', 1), ('b', 2), ('a', 3);
+         PRAGMA pleroma_attach('t', 'd', 'm');
+         PRAGMA query_only = ON;
+         INSERT INTO t(d, m) VALUES ('c', 4);
+         SELECT changes(), total_changes(), last_insert_rowid();
+         PRAGMA query_only = OFF;",
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, d TEXT, m INTEGER);
+         CREATE TABLE u(x);
+         INSERT INTO t(d, m) VALUES ('a', 1);
+         PRAGMA pleroma_attach('t', 'd', 'm');
+         PRAGMA count_changes = ON;
+         INSERT INTO t(d, m) VALUES ('b', 2), ('c', 3);
+         UPDATE t SET m = m + 10 WHERE d = 'a';
+         INSERT INTO u VALUES (1), (2);
+         PRAGMA count_changes = OFF;
+         SELECT rowid, * FROM t;",
         "PRAGMA foreign_keys = ON;
          CREATE TABLE t(id INTEGER PRIMARY KEY, d TEXT, m INTEGER);
          CREATE TABLE c(p INT REFERENCES t(id) DEFERRABLE INITIALLY DEFERRED);
