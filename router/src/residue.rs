@@ -988,21 +988,7 @@ impl<'a> Walker<'a> {
             Some(sqlparser::ast::Distinct::Distinct) => true,
             Some(_) => return Err("DISTINCT ON".into()),
         };
-        let mut items = Vec::new();
-        let mut aliases = Vec::new();
-        for item in &sel.projection {
-            match item {
-                SelectItem::UnnamedExpr(e) => {
-                    items.push(e);
-                    aliases.push(String::new());
-                }
-                SelectItem::ExprWithAlias { expr, alias } => {
-                    items.push(expr);
-                    aliases.push(alias.value.to_ascii_lowercase());
-                }
-                _ => return Err("a wildcard over the planed table".into()),
-            }
-        }
+        let (items, aliases) = projection(&sel.projection, "a wildcard over the planed table")?;
         let mut c = Core {
             alias,
             entry,
@@ -1906,21 +1892,7 @@ fn first_row_fixed(q: &Query) -> R<()> {
     let SetExpr::Select(sel) = q.body.as_ref() else {
         return Err("a scalar subquery over a compound or nested SELECT".into());
     };
-    let mut items = Vec::new();
-    let mut aliases = Vec::new();
-    for i in &sel.projection {
-        match i {
-            SelectItem::UnnamedExpr(e) => {
-                items.push(e);
-                aliases.push(String::new());
-            }
-            SelectItem::ExprWithAlias { expr, alias } => {
-                items.push(expr);
-                aliases.push(alias.value.to_ascii_lowercase());
-            }
-            _ => return Err("a scalar subquery with a wildcard".into()),
-        }
-    }
+    let (items, aliases) = projection(&sel.projection, "a scalar subquery with a wildcard")?;
     let order: Vec<&Expr> = match &q.order_by {
         None => Vec::new(),
         Some(ob) => match &ob.kind {
@@ -2320,4 +2292,28 @@ fn line_starts(sql: &str) -> Vec<usize> {
 
 pub(crate) fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// A SELECT's output expressions and their aliases (lower case, empty when
+/// none); a wildcard declines with `wildcard`.
+fn projection<'a>(
+    list: &'a [SelectItem],
+    wildcard: &str,
+) -> Result<(Vec<&'a Expr>, Vec<String>), String> {
+    let mut items = Vec::new();
+    let mut aliases = Vec::new();
+    for item in list {
+        match item {
+            SelectItem::UnnamedExpr(e) => {
+                items.push(e);
+                aliases.push(String::new());
+            }
+            SelectItem::ExprWithAlias { expr, alias } => {
+                items.push(expr);
+                aliases.push(alias.value.to_ascii_lowercase());
+            }
+            _ => return Err(wildcard.into()),
+        }
+    }
+    Ok((items, aliases))
 }

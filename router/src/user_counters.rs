@@ -66,6 +66,19 @@ impl UserCounters {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).hidden = None;
     }
 
+    /// Before Pleroma's own work: the last rowid, SQLite's `(changes,
+    /// total)` and the user's `changes()`.
+    fn before(&self, db: &rusqlite::Connection) -> (i64, (i64, i64), i64) {
+        let rowid = db.last_insert_rowid();
+        let before = (db.changes() as i64, db.total_changes() as i64);
+        let user = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .changes(before);
+        (rowid, before, user)
+    }
+
     /// Run Pleroma's COMMIT of a wrapped statement `f`: what it writes of
     /// SQLite's own (FTS5 flushes its buffer into its shadow tables at a
     /// commit) counts in `total_changes()` as it does in autocommit, but
@@ -76,13 +89,7 @@ impl UserCounters {
         db: &rusqlite::Connection,
         f: impl FnOnce() -> rusqlite::Result<T>,
     ) -> rusqlite::Result<T> {
-        let rowid = db.last_insert_rowid();
-        let before = (db.changes() as i64, db.total_changes() as i64);
-        let user = self
-            .0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .changes(before);
+        let (rowid, before, user) = self.before(db);
         let r = f();
         let after = (db.changes() as i64, db.total_changes() as i64);
         crate::ffi::set_last_insert_rowid(db, rowid);
@@ -117,13 +124,7 @@ impl UserCounters {
         db: &rusqlite::Connection,
         f: impl FnOnce() -> rusqlite::Result<T>,
     ) -> rusqlite::Result<T> {
-        let rowid = db.last_insert_rowid();
-        let before = (db.changes() as i64, db.total_changes() as i64);
-        let user = self
-            .0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .changes(before);
+        let (rowid, before, user) = self.before(db);
         // Under the deprecated `count_changes`, an INSERT, UPDATE or DELETE
         // returns its count as a row, which Pleroma's own writes do not
         // expect: off for them, on again after.
