@@ -405,12 +405,7 @@ impl Gen<'_> {
                         let w = self.simple_write();
                         self.exec(w);
                     }
-                    self.push(Step::Check(Query {
-                        sql: "SELECT COUNT(*) FROM t".into(),
-                        params: Vec::new(),
-                        class: Class::Any,
-                        order: Order::Total,
-                    }));
+                    self.push(Step::Check(any_total("SELECT COUNT(*) FROM t")));
                     self.push(Step::Restore);
                     self.checks(2);
                 }
@@ -890,11 +885,10 @@ impl Gen<'_> {
         if attach_first {
             self.push(Step::Pleroma(attach.clone()));
         }
-        let probe = |v: &str| Query {
-            sql: format!("SELECT a, COUNT(*), SUM(m), COUNT(m) FROM {v} GROUP BY a ORDER BY a"),
-            params: Vec::new(),
-            class: Class::Any,
-            order: Order::Total,
+        let probe = |v: &str| {
+            any_total(format!(
+                "SELECT a, COUNT(*), SUM(m), COUNT(m) FROM {v} GROUP BY a ORDER BY a"
+            ))
         };
         for _ in 0..self.rng.range(1, 4) {
             let inside = self.rng.chance(0.5);
@@ -974,12 +968,9 @@ impl Gen<'_> {
             if reverse {
                 self.exec("PRAGMA reverse_unordered_selects = OFF".into());
             }
-            self.push(Step::Check(Query {
-                sql: format!("SELECT rowid, * FROM {v}_c ORDER BY rowid"),
-                params: Vec::new(),
-                class: Class::Any,
-                order: Order::Total,
-            }));
+            self.push(Step::Check(any_total(format!(
+                "SELECT rowid, * FROM {v}_c ORDER BY rowid"
+            ))));
             self.push(Step::Pleroma(format!("PRAGMA pleroma_detach('{v}_c')")));
         }
         self.exec("VACUUM".into());
@@ -1013,12 +1004,9 @@ impl Gen<'_> {
         self.push(Step::Pleroma(format!(
             "PRAGMA pleroma_attach('{r}', 'g', 'm')"
         )));
-        let count = Query {
-            sql: format!("SELECT g, COUNT(*), SUM(m) FROM {r} GROUP BY g ORDER BY g"),
-            params: Vec::new(),
-            class: Class::Any,
-            order: Order::Total,
-        };
+        let count = any_total(format!(
+            "SELECT g, COUNT(*), SUM(m) FROM {r} GROUP BY g ORDER BY g"
+        ));
         // A plane answer and an autocommit write first: they follow any
         // other commit and persist the connection's state (after a rebuild
         // it has none), so that the transaction writes deltas.
@@ -1117,12 +1105,9 @@ impl Gen<'_> {
         self.push(Step::Pleroma(format!(
             "PRAGMA pleroma_attach('{w}', 'a', 'm')"
         )));
-        let probe = Query {
-            sql: format!("SELECT a, COUNT(*), SUM(m), COUNT(m) FROM {w} GROUP BY a ORDER BY a"),
-            params: Vec::new(),
-            class: Class::Any,
-            order: Order::Total,
-        };
+        let probe = any_total(format!(
+            "SELECT a, COUNT(*), SUM(m), COUNT(m) FROM {w} GROUP BY a ORDER BY a"
+        ));
         for round in 0..self.rng.range(1, 4) {
             let begin = *self.rng.pick(&["BEGIN", "BEGIN IMMEDIATE", "SAVEPOINT s"]);
             self.exec(begin.into());
@@ -2311,6 +2296,16 @@ pub const COUNTERS: &str = "SELECT last_insert_rowid(), changes(), total_changes
 /// A residue probe: its table's statements, its plane, its queries.
 type Probe = (Vec<String>, String, Vec<(&'static str, Order)>);
 
+/// A query of class `Any` whose order is total.
+fn any_total(sql: impl Into<String>) -> Query {
+    Query {
+        sql: sql.into(),
+        params: Vec::new(),
+        class: Class::Any,
+        order: Order::Total,
+    }
+}
+
 fn counters() -> Query {
     Query {
         sql: COUNTERS.into(),
@@ -2668,12 +2663,7 @@ impl Gen<'_> {
         }
         // The same `SELECT *` text before and after the change: it must
         // have the new columns (a cached statement is prepared again).
-        let star = Query {
-            sql: "SELECT * FROM t WHERE id = (SELECT min(id) FROM t)".into(),
-            params: Vec::new(),
-            class: Class::Any,
-            order: Order::Total,
-        };
+        let star = any_total("SELECT * FROM t WHERE id = (SELECT min(id) FROM t)");
         self.push(Step::Check(star.clone()));
         // The change, and what puts the schema back if it is kept.
         let mut back: Vec<String> = Vec::new();

@@ -1356,6 +1356,11 @@ impl Connection {
         if crate::mutation::active("guards_kept_in_txn") {
             return Ok(false);
         }
+        // A read-only statement (SQLite's own word; the statement is cached
+        // for the run that follows) writes no guarded table.
+        if self.db.prepare_cached(sql).is_ok_and(|s| s.readonly()) {
+            return Ok(false);
+        }
         let unhalted = match self.txn.unhalted {
             Some(u) => u,
             None => {

@@ -436,10 +436,24 @@ pub(crate) fn schema_version(db: &rusqlite::Connection) -> rusqlite::Result<i64>
         .query_row([], |r| r.get(0))
 }
 
+/// The `sql` of a schema object in main (see `object_sql_in`).
 fn object_sql(db: &rusqlite::Connection, name: &str) -> rusqlite::Result<Option<Option<String>>> {
-    db.prepare_cached("SELECT sql FROM main.sqlite_schema WHERE name = ?1")?
-        .query_row([name], |r| r.get(0))
-        .optional()
+    object_sql_in(db, "main", name)
+}
+
+/// The `sql` of a schema object in `schema` (`Some(None)`: an object
+/// without SQL, such as an automatic index; `None`: no such object).
+fn object_sql_in(
+    db: &rusqlite::Connection,
+    schema: &str,
+    name: &str,
+) -> rusqlite::Result<Option<Option<String>>> {
+    db.prepare_cached(&format!(
+        "SELECT sql FROM {}.sqlite_schema WHERE name = ?1",
+        quote(schema)
+    ))?
+    .query_row([name], |r| r.get(0))
+    .optional()
 }
 
 /// The guard of one table: its index name and its statement.
@@ -506,14 +520,7 @@ pub(crate) fn file_keys_in(
     schema: &str,
 ) -> rusqlite::Result<Option<(i64, i64)>> {
     let name = format!("pleroma_guard_{STATE}");
-    let sql: Option<Option<String>> = db
-        .prepare_cached(&format!(
-            "SELECT sql FROM {}.sqlite_schema WHERE name = ?1",
-            quote(schema)
-        ))?
-        .query_row([&name], |r| r.get(0))
-        .optional()?;
-    let Some(Some(sql)) = sql else {
+    let Some(Some(sql)) = object_sql_in(db, schema, &name)? else {
         return Ok(None);
     };
     let num = |s: &str| -> Option<i64> {

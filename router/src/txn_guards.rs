@@ -66,7 +66,7 @@ use rusqlite::OptionalExtension;
 
 /// What on this connection can make a write fail part-way without a halt
 /// (see the module), read from the schemas and settings.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Unhalted {
     /// A STRICT or AUTOINCREMENT table exists in some schema.
     tables: bool,
@@ -78,60 +78,53 @@ pub(crate) struct Unhalted {
     recursion: bool,
     /// Some schema's `max_page_count` is below its default, or a hard heap
     /// limit is set: any write can fail with "full" or out of memory.
-    page_limit: bool,
+    limits: bool,
 }
 
 impl Unhalted {
     pub(crate) fn read(db: &rusqlite::Connection) -> rusqlite::Result<Unhalted> {
-        let strict = db
+        let mut tables = db
             .prepare_cached("SELECT 1 FROM pragma_table_list WHERE strict LIMIT 1")?
             .exists([])?;
-        let autoinc = |schema: &str| -> rusqlite::Result<bool> {
-            db.prepare_cached(&format!(
-                "SELECT 1 FROM {schema}.sqlite_schema WHERE type = 'table' \
-                 AND sql LIKE '%autoincrement%' LIMIT 1"
-            ))?
-            .exists([])
-        };
         let recursion: bool = db
             .prepare_cached("PRAGMA recursive_triggers")?
             .query_row([], |r| r.get(0))?;
+        // A hard heap limit makes any statement fail with out of memory.
+        let heap: i64 = db.query_row("PRAGMA hard_heap_limit", [], |r| r.get(0))?;
+        let mut limits = heap > 0;
+        let mut vtabs = false;
         let schemas: Vec<String> = db
             .prepare_cached("SELECT name FROM pragma_database_list")?
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
-        let mut tables = strict;
-        let mut vtabs = false;
-        let mut page_limit = false;
         for s in &schemas {
             let q = crate::catalog::quote(s);
-            if !tables && autoinc(&q)? {
-                tables = true;
-            }
-            vtabs |= db
-                .prepare_cached(&format!(
-                    "SELECT 1 FROM {q}.sqlite_schema WHERE type = 'table' \
-                     AND sql LIKE 'create virtual table%' LIMIT 1"
-                ))?
-                .exists([])?;
-            let limit: i64 =
+            let (autoinc, virt): (bool, bool) = db.query_row(
+                &format!(
+                    "SELECT coalesce(max(sql LIKE '%autoincrement%'), 0), \
+                            coalesce(max(sql LIKE 'create virtual table%'), 0) \
+                     FROM {q}.sqlite_schema WHERE type = 'table'"
+                ),
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            tables |= autoinc;
+            vtabs |= virt;
+            let pages: i64 =
                 db.query_row(&format!("PRAGMA {q}.max_page_count"), [], |r| r.get(0))?;
-            page_limit |= limit < DEFAULT_MAX_PAGE_COUNT;
+            limits |= pages < DEFAULT_MAX_PAGE_COUNT;
         }
-        // A hard heap limit makes any statement fail with out of memory.
-        let heap: i64 = db.query_row("PRAGMA hard_heap_limit", [], |r| r.get(0))?;
-        page_limit |= heap > 0;
         Ok(Unhalted {
             tables,
             vtabs,
             recursion,
-            page_limit,
+            limits,
         })
     }
 
     /// Whether any statement can fail that way here.
     pub(crate) fn possible(&self) -> bool {
-        self.tables || self.vtabs || self.recursion || self.page_limit
+        self.tables || self.vtabs || self.recursion || self.limits
     }
 }
 
@@ -184,7 +177,7 @@ pub(crate) fn guards_matter(
     if !writes_guarded {
         return Ok(false);
     }
-    if unhalted.page_limit
+    if unhalted.limits
         || unhalted.vtabs
         || (unhalted.recursion && writes.iter().any(|(_, _, by_trigger)| *by_trigger))
     {
