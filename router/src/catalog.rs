@@ -376,7 +376,7 @@ pub(crate) fn limb_defs(
 
 /// Record a limb in the catalog.
 pub(crate) fn store_limb(db: &rusqlite::Connection, l: &LimbDef) -> rusqlite::Result<()> {
-    db.execute_batch(&format!(
+    crate::user_counters::schema_statement(db, &format!(
         "CREATE TABLE IF NOT EXISTS main.{LIMBS}(fact TEXT, fact_key TEXT, dim TEXT NOT NULL, dim_key TEXT NOT NULL, \
          PRIMARY KEY(fact, fact_key))"
     ))?;
@@ -729,7 +729,7 @@ pub(crate) fn apply_row<'a>(
 
 /// Record a definition in the catalog table.
 pub(crate) fn store(db: &rusqlite::Connection, def: &PlaneDef) -> rusqlite::Result<()> {
-    db.execute_batch(&format!(
+    crate::user_counters::schema_statement(db, &format!(
         "CREATE TABLE IF NOT EXISTS main.{CATALOG}(tbl TEXT PRIMARY KEY, dims TEXT NOT NULL, measures TEXT NOT NULL)"
     ))?;
     db.execute(

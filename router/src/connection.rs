@@ -941,8 +941,18 @@ impl Connection {
         }
         // The end of an explicit transaction that wrote: its state row
         // goes into it, before the COMMIT.
+        // A RELEASE that leaves the transaction open writes none: its
+        // guards would come back by a schema statement, at which FTS writes
+        // out its pending rows where plain SQLite would not.
+        let ends = match &kind {
+            StmtKind::Commit => true,
+            StmtKind::Release(name) => {
+                self.txn.release_may_end(name) || crate::mutation::active("inner_release_row")
+            }
+            _ => false,
+        };
         if !was_auto
-            && matches!(kind, StmtKind::Commit | StmtKind::Release(_))
+            && ends
             && self.persisted.on
             && crate::ffi::writing(&self.db)
             && !self.lock().is_empty()
@@ -1070,7 +1080,10 @@ impl Connection {
             }
         } else {
             match &kind {
-                StmtKind::Begin => self.txn.base = before,
+                StmtKind::Begin => {
+                    self.txn.base = before;
+                    self.txn.by_begin = true;
+                }
                 StmtKind::Savepoint(name) => {
                     if was_auto {
                         self.txn.base = before.clone();
@@ -1371,6 +1384,9 @@ impl Connection {
         };
         if !unhalted.possible() {
             return Ok(false);
+        }
+        if unhalted.vtabs() && !crate::mutation::active("guards_late_with_vtabs") {
+            return Ok(true);
         }
         if let Some(m) = self.txn.guards_matter.get(sql) {
             return Ok(*m);

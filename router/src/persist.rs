@@ -148,13 +148,16 @@ pub(crate) fn set_setting(db: &rusqlite::Connection, on: bool) -> rusqlite::Resu
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         for g in guards {
-            db.execute_batch(&format!("DROP INDEX main.{}", quote(&g)))?;
+            crate::user_counters::schema_statement(db, &format!("DROP INDEX main.{}", quote(&g)))?;
         }
-        db.execute_batch(&format!("DROP TABLE IF EXISTS main.{STATE}"))?;
+        crate::user_counters::schema_statement(db, &format!("DROP TABLE IF EXISTS main.{STATE}"))?;
     }
-    db.execute_batch(&format!(
-        "CREATE TABLE IF NOT EXISTS main.{SETTINGS}(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-    ))?;
+    crate::user_counters::schema_statement(
+        db,
+        &format!(
+            "CREATE TABLE IF NOT EXISTS main.{SETTINGS}(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+        ),
+    )?;
     db.execute(
         &format!("INSERT OR REPLACE INTO main.{SETTINGS}(key, value) VALUES ('persist', ?1)"),
         [if on { "on" } else { "off" }],
@@ -568,19 +571,28 @@ fn ensure_schema(db: &rusqlite::Connection, views: &[View], guard: &Guard) -> ru
         None => new_keys(),
     };
     guard.set_keys(Some(keys));
-    db.execute_batch(&format!(
-        "CREATE TABLE IF NOT EXISTS main.{STATE}(seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, \
+    crate::user_counters::schema_statement(
+        db,
+        &format!(
+            "CREATE TABLE IF NOT EXISTS main.{STATE}(seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, \
          schema_version INTEGER NOT NULL, schema_hash INTEGER NOT NULL, body BLOB NOT NULL)"
-    ))?;
+        ),
+    )?;
     for (name, sql) in guards_needed(views.iter().filter(|v| !v.broken).map(|v| &v.def), keys) {
         match object_sql(db, &name)? {
             Some(Some(s)) if s == sql && guard_empty(db, &name)? => continue,
-            Some(_) => db.execute_batch(&format!("DROP INDEX main.{}", quote(&name)))?,
+            Some(_) => crate::user_counters::schema_statement(
+                db,
+                &format!("DROP INDEX main.{}", quote(&name)),
+            )?,
             None => {}
         }
         // The guard goes into the schema the table is in: main (a TEMP
         // table of the same name puts the plane out of service anyway).
-        db.execute_batch(&sql.replacen("CREATE INDEX ", "CREATE INDEX main.", 1))?;
+        crate::user_counters::schema_statement(
+            db,
+            &sql.replacen("CREATE INDEX ", "CREATE INDEX main.", 1),
+        )?;
     }
     Ok(())
 }
@@ -625,7 +637,7 @@ pub(crate) fn drop_guards(db: &rusqlite::Connection) -> rusqlite::Result<()> {
         .query_map([], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     for g in guards {
-        db.execute_batch(&format!("DROP INDEX main.{}", quote(&g)))?;
+        crate::user_counters::schema_statement(db, &format!("DROP INDEX main.{}", quote(&g)))?;
     }
     Ok(())
 }
@@ -634,7 +646,7 @@ pub(crate) fn drop_guards(db: &rusqlite::Connection) -> rusqlite::Result<()> {
 pub(crate) fn drop_guard(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<()> {
     let name = format!("pleroma_guard_{table}");
     if object_sql(db, &name)?.is_some() {
-        db.execute_batch(&format!("DROP INDEX main.{}", quote(&name)))?;
+        crate::user_counters::schema_statement(db, &format!("DROP INDEX main.{}", quote(&name)))?;
     }
     Ok(())
 }
@@ -1026,13 +1038,28 @@ fn persist_allowed(
     };
     let body = encode_body(if checkpoint { 0 } else { p.chain }, &items);
     if checkpoint {
-        db.prepare_cached(&format!("DELETE FROM main.{STATE} WHERE seq <> ?1"))?
-            .execute([seq])?;
+        // Row by row: a DELETE of several rows is a multi-write (below).
+        let older: Vec<i64> = db
+            .prepare_cached(&format!("SELECT seq FROM main.{STATE} WHERE seq <> ?1"))?
+            .query_map([seq], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut delete = db.prepare_cached(&format!("DELETE FROM main.{STATE} WHERE seq = ?1"))?;
+        for s in older {
+            delete.execute([s])?;
+        }
     }
     let kind = if checkpoint { CHECKPOINT } else { DELTA };
     let bytes = body.len();
+    // A DELETE by key and a one-row INSERT, not `INSERT OR REPLACE`: with
+    // the state table's guard index, a REPLACE (or a DELETE of several
+    // rows) is a multi-write whose function call may abort, so SQLite gives
+    // it a statement journal, whose savepoint makes FTS3/4/5 write out
+    // their pending rows inside Pleroma's statement (counted as Pleroma's,
+    // and earlier than plain SQLite's commit). Neither of these gets one.
+    db.prepare_cached(&format!("DELETE FROM main.{STATE} WHERE seq = ?1"))?
+        .execute([seq])?;
     db.prepare_cached(&format!(
-        "INSERT OR REPLACE INTO main.{STATE}(seq, kind, schema_version, schema_hash, body) \
+        "INSERT INTO main.{STATE}(seq, kind, schema_version, schema_hash, body) \
          VALUES (?1, ?2, ?3, ?4, ?5)"
     ))?
     .execute(rusqlite::params![seq, kind, sv, hash, body])?;

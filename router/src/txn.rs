@@ -48,6 +48,8 @@ pub(crate) struct TxnState {
     /// (`txn_guards::Unhalted`); `None` until asked, and again when the
     /// verdicts above are forgotten.
     pub unhalted: Option<crate::txn_guards::Unhalted>,
+    /// The transaction was opened by BEGIN, so no RELEASE ends it.
+    pub by_begin: bool,
 }
 
 impl TxnState {
@@ -59,6 +61,19 @@ impl TxnState {
         self.guards_out = false;
         self.guards_matter.clear();
         self.unhalted = None;
+        self.by_begin = false;
+    }
+
+    /// Whether `RELEASE name` may end the transaction: it was opened by
+    /// SAVEPOINT and `name` is its first savepoint, or a savepoint this
+    /// state does not know (then the answer must not be a wrong "no").
+    pub fn release_may_end(&self, name: &str) -> bool {
+        !self.by_begin
+            && self
+                .saves
+                .iter()
+                .rposition(|(n, _)| n.eq_ignore_ascii_case(name))
+                .is_none_or(|i| i == 0)
     }
 
     /// RELEASE: drop the newest savepoint of that name and all above it.

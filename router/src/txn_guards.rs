@@ -38,7 +38,13 @@
 //!
 //! A statement journal also opens a statement savepoint, at which FTS3/4/5
 //! tables write out the rows they hold in memory until the commit in plain
-//! SQLite: their shadow tables then store other segments.
+//! SQLite: their shadow tables then store other segments. So does every
+//! schema statement, Pleroma's `DROP INDEX` of a guard included. So where a
+//! virtual table exists, the guards leave before the transaction's first
+//! write of any table, while FTS holds nothing; the `CREATE INDEX` that
+//! puts them back at the COMMIT writes out what plain SQLite's commit
+//! would, and those rows count as the user's in `total_changes()`
+//! (`user_counters::schema_statement`).
 //!
 //! So before a statement inside the transaction, when the connection has one
 //! of those (a STRICT or AUTOINCREMENT table, a virtual table, recursive
@@ -120,6 +126,14 @@ impl Unhalted {
             recursion,
             limits,
         })
+    }
+
+    /// Whether a virtual table exists: then the guards leave before the
+    /// transaction's first write, while FTS holds no pending rows, so that
+    /// the schema statement that drops them writes none out (see the
+    /// module).
+    pub(crate) fn vtabs(&self) -> bool {
+        self.vtabs
     }
 
     /// Whether any statement can fail that way here.

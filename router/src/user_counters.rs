@@ -15,7 +15,72 @@
 //!   changes rows (so `total_changes` moves) or sets `changes` to 0, so
 //!   "both still as the bookkeeping left them" identifies that state.
 
+use std::cell::Cell;
 use std::sync::{Arc, Mutex};
+
+thread_local! {
+    /// Rows SQLite counted in `total_changes()` during Pleroma's own schema
+    /// statements, since the last [`UserCounters::hidden`] began. A schema
+    /// statement changes no counted row itself; what it counts is FTS3/4/5
+    /// writing out its pending rows at the statement's savepoint, which are
+    /// the user's (plain SQLite writes them out at the commit, and counts
+    /// them there).
+    static NOT_OURS: Cell<i64> = const { Cell::new(0) };
+    /// `changes()` as FTS's write-out in such a statement left it, which is
+    /// the user's after the commit in plain SQLite (a COMMIT does not set
+    /// `changes()` itself; the write-out's statements do).
+    static WRITTEN_OUT: Cell<Option<i64>> = const { Cell::new(None) };
+}
+
+/// Run one of Pleroma's own schema statements (its tables and guard
+/// indexes): the rows `total_changes()` counts meanwhile are the user's,
+/// except one per FTS3/4 table of main that writes out its pending rows
+/// here. At a savepoint FTS3/4 does that by running
+/// `INSERT INTO f(f) VALUES('flush')`, which counts one row more than the
+/// same write-out at a commit (`fts3SavepointMethod` and `fts3SyncMethod`
+/// in `fts3.c`); a write-out always adds a row to the table's `_segdir`.
+pub(crate) fn schema_statement(db: &rusqlite::Connection, sql: &str) -> rusqlite::Result<()> {
+    let segdirs = fts3_segdirs(db)?;
+    let tops = segdirs
+        .iter()
+        .map(|t| last_rowid(db, t))
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let before = db.total_changes() as i64;
+    let r = db.execute_batch(sql);
+    let mut moved = db.total_changes() as i64 - before;
+    if moved != 0 {
+        WRITTEN_OUT.with(|w| w.set(Some(db.changes() as i64)));
+    }
+    for (t, top) in segdirs.iter().zip(tops) {
+        if last_rowid(db, t)? != top {
+            moved -= 1;
+        }
+    }
+    NOT_OURS.with(|n| n.set(n.get() + moved));
+    r
+}
+
+/// The `_segdir` shadow tables of main's FTS3/4 tables, quoted. (Main's
+/// only: reading another schema here would open a read of it inside the
+/// transaction, which blocks the commit when it is the same file attached
+/// again. FTS tables of attached files are not compensated.)
+fn fts3_segdirs(db: &rusqlite::Connection) -> rusqlite::Result<Vec<String>> {
+    db.prepare_cached(
+        "SELECT s.name FROM main.sqlite_schema v JOIN main.sqlite_schema s \
+         ON s.name = v.name || '_segdir' AND s.type = 'table' \
+         WHERE v.type = 'table' AND v.sql LIKE 'create virtual table%'",
+    )?
+    .query_map([], |r| {
+        let name: String = r.get(0)?;
+        Ok(format!("main.{}", crate::catalog::quote(&name)))
+    })?
+    .collect()
+}
+
+fn last_rowid(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<Option<i64>> {
+    db.prepare_cached(&format!("SELECT max(rowid) FROM {table}"))?
+        .query_row([], |r| r.get(0))
+}
 
 use rusqlite::functions::FunctionFlags;
 
@@ -124,7 +189,7 @@ impl UserCounters {
         db: &rusqlite::Connection,
         f: impl FnOnce() -> rusqlite::Result<T>,
     ) -> rusqlite::Result<T> {
-        let (rowid, before, user) = self.before(db);
+        let (rowid, before, mut user) = self.before(db);
         // Under the deprecated `count_changes`, an INSERT, UPDATE or DELETE
         // returns its count as a row, which Pleroma's own writes do not
         // expect: off for them, on again after.
@@ -134,7 +199,13 @@ impl UserCounters {
         if counting {
             db.execute_batch("PRAGMA count_changes = OFF")?;
         }
+        NOT_OURS.with(|n| n.set(0));
+        WRITTEN_OUT.with(|w| w.set(None));
         let r = f();
+        let not_ours = NOT_OURS.with(|n| n.replace(0));
+        if let Some(c) = WRITTEN_OUT.with(|w| w.take()) {
+            user = c;
+        }
         if counting {
             db.execute_batch("PRAGMA count_changes = ON")?;
         }
@@ -144,7 +215,8 @@ impl UserCounters {
             return r;
         }
         let mut a = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        a.ours += after.1 - before.1;
+        a.ours += after.1 - before.1 - not_ours;
+
         if after != before {
             a.hidden = Some((user, after.1, after.0));
         }

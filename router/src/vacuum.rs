@@ -59,7 +59,10 @@ pub(crate) fn drop_renumbering_guards(
     }
     db.execute_batch("BEGIN IMMEDIATE")?;
     let r = guards.iter().try_for_each(|g| {
-        db.execute_batch(&format!("DROP INDEX {s}.{}", crate::catalog::quote(g)))
+        crate::user_counters::schema_statement(
+            db,
+            &format!("DROP INDEX {s}.{}", crate::catalog::quote(g)),
+        )
     });
     match r {
         Ok(()) => db.execute_batch("COMMIT")?,
