@@ -176,3 +176,6 @@ pub(crate) fn plan(
         split,
     })
 }
+
+#[cfg(test)]
+mod tests;
