@@ -18,6 +18,7 @@ use super::allow::{has_aggregate, has_window, visit};
 use super::walk::{projection, Walker};
 use super::{SumTerm, CORE, R};
 use crate::affinity::Affinity;
+use crate::tokenize::{self, Kind};
 
 /// A block that reads the planed table alone.
 pub(super) struct Core<'b> {
@@ -48,7 +49,7 @@ impl Walker<'_> {
         let TableFactor::Table { name, alias: a, .. } = &sel.from[0].relation else {
             unreachable!("checked by planed()");
         };
-        let r = self.range(name)?;
+        let r = self.expr_range(name)?;
         if self.sql[r.clone()] != name.to_string() {
             return Err("a table name whose source text is not whole".into());
         }
@@ -337,7 +338,7 @@ impl Walker<'_> {
             self.extrema.extend(ms.iter().copied());
         }
         self.measures.extend(ms.iter().copied());
-        if name == "avg" && self.text(whole)?.contains(['?', ':', '@', '$']) {
+        if name == "avg" && tokenize::code(self.text(whole)?).any(|t| t.kind == Kind::Variable) {
             return Err("AVG over a parameter".into());
         }
         let text = match name {

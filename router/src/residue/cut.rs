@@ -17,6 +17,7 @@ use super::allow::{
 };
 use super::walk::{projection, Walker};
 use super::R;
+use crate::tokenize::Kind;
 
 /// `ORDER BY <outputs> LIMIT n [OFFSET o]` whose order is not total over the
 /// groups: the rewritten statement runs without its LIMIT, and the answer is
@@ -85,16 +86,17 @@ impl Walker<'_> {
             start = start.min(r.start);
             end = end.max(r.end);
         }
-        let before = self.sql[..start].to_ascii_lowercase();
-        let kw = before.rfind("limit").ok_or("a LIMIT without its keyword")?;
-        if !self.sql[kw + 5..start].trim().is_empty() {
+        let at = self.toks.partition_point(|t| t.start < start);
+        let kw = self.toks[..at]
+            .iter()
+            .rposition(|t| t.is("limit"))
+            .ok_or("a LIMIT without its keyword")?;
+        if kw + 1 != at {
             return Err("a LIMIT clause of another form".into());
         }
-        if !self.sql[end..]
-            .trim_matches(|c: char| c.is_whitespace() || c == ';')
-            .is_empty()
-            || q.order_by.is_none()
-        {
+        let kw = self.toks[kw].start;
+        let after = self.toks.partition_point(|t| t.start < end);
+        if self.toks[after..].iter().any(|t| t.kind != Kind::Semi) || q.order_by.is_none() {
             return Err("a LIMIT that does not end the statement".into());
         }
         self.edits.push((kw..end, String::new()));

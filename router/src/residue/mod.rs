@@ -38,7 +38,7 @@ pub(crate) use cut::Cut;
 
 use crate::affinity::Affinity;
 use crate::planes::Planes;
-use span::quoted_names_are_words;
+use span::{names_pleroma_or_collate, quoted_names_are_words};
 use walk::Walker;
 
 type R<T> = Result<T, String>;
@@ -98,8 +98,7 @@ pub(crate) fn plan(
     let [Statement::Query(q)] = stmts.as_slice() else {
         return Err(NO_CORE.into());
     };
-    let lower = sql.to_ascii_lowercase();
-    if lower.contains("pleroma$") || lower.contains("collate") || !quoted_names_are_words(sql) {
+    if names_pleroma_or_collate(sql) || !quoted_names_are_words(sql) {
         // A quoted name that is not a plain word may spell the name SQLite
         // gives an aggregate column, which the rewrite changes.
         return Err(NO_CORE.into());

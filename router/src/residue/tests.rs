@@ -196,6 +196,27 @@ const CASES: &[(&str, &str)] = &[
         r#"SELECT COUNT(*) FROM t WHERE a IN (SELECT a FROM u)"#,
         r#"! a subquery over other tables inside a served block"#,
     ),
+    // Read through the tokenizer: comments, quotes, operators.
+    (
+        r#"SELECT a, sum( x ) FROM t WHERE c ISNULL OR b == 'p' GROUP BY a"#,
+        r#"! not understood (sql parser error: Expected: end of statement, found: ISNULL at Line: 1, Column: 35)"#,
+    ),
+    (
+        r#"SELECT [a], COUNT(*) FROM t GROUP BY `a`"#,
+        r#"! bare column a outside GROUP BY"#,
+    ),
+    (
+        r#"SELECT AVG(CASE WHEN b = :p THEN x END) FROM t"#,
+        r#"! AVG over a parameter"#,
+    ),
+    (
+        r#"SELECT a, COUNT(*) FILTER (WHERE NOT (c > 1)) OVER (), SUM(-x) FROM t GROUP BY a"#,
+        r#"! bare column c outside GROUP BY"#,
+    ),
+    (
+        r#"SELECT a, SUM(x) AS "pleroma$n" FROM t GROUP BY a"#,
+        r#"! no block reads the planed table alone"#,
+    ),
     // Served.
     (
         r#"SELECT a, c, COUNT(*) FROM t GROUP BY a, c ORDER BY 3 LIMIT 2"#,
@@ -280,6 +301,53 @@ const CASES: &[(&str, &str)] = &[
     (
         r#"SELECT a, COUNT(*) FROM t GROUP BY a ORDER BY a LIMIT 1"#,
         r#"= WITH "pleroma$core"("a", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), value->>1 FROM json_each('⟨core⟩')) SELECT a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" GROUP BY a ORDER BY a LIMIT 1"#,
+    ),
+    // Served, read through the tokenizer.
+    (
+        r#"SELECT a, COUNT(*) /* all */ FROM t -- the table
+ WHERE b != 'collate' GROUP BY a"#,
+        r#"= WITH "pleroma$core"("a", "b", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), value->>2 FROM json_each('⟨core⟩')) SELECT a, COALESCE(SUM("pleroma$n"), 0) /* all */ FROM "pleroma$core" AS "t" -- the table
+ WHERE b != 'collate' GROUP BY a"#,
+    ),
+    (
+        r#"SELECT a, COUNT(*) FROM t WHERE c NOTNULL GROUP BY a"#,
+        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩')) SELECT a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE c NOTNULL GROUP BY a"#,
+    ),
+    (
+        r#"SELECT AVG(CASE WHEN b = 'x:y' THEN x END) FROM t"#,
+        r#"= WITH "pleroma$core"("b", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS TEXT), value->>1, value->>2, value->>3, value->>4, value->>5 FROM json_each('⟨core⟩')) SELECT (CAST(SUM(CASE WHEN (b = 'x:y') THEN "pleroma$s0" ELSE NULL END) AS REAL) / SUM(CASE WHEN (b = 'x:y') THEN "pleroma$c0" ELSE 0 END)) FROM "pleroma$core" AS "t""#,
+    ),
+    (
+        r#"SELECT a, c, COUNT(*) FROM t GROUP BY a, c ORDER BY 3 LIMIT /* n */ 2 -- end
+;"#,
+        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩')) SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" GROUP BY a, c ORDER BY 3  -- end
+; ⟨cut: keys [2], limit 2, offset 0⟩"#,
+    ),
+    (
+        r#"SELECT a, c, COUNT(*) FROM t GROUP BY a, c ORDER BY 3 LIMIT 2, 1"#,
+        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩')) SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" GROUP BY a, c ORDER BY 3  ⟨cut: keys [2], limit 1, offset 2⟩"#,
+    ),
+    (
+        r#"SELECT a, SUM(x) FROM t WHERE b = 'pleroma$core' GROUP BY a"#,
+        r#"= WITH "pleroma$core"("a", "b", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), value->>2, value->>3, value->>4, value->>5, value->>6 FROM json_each('⟨core⟩')) SELECT a, SUM("pleroma$s0") FROM "pleroma$core" AS "t" WHERE b = 'pleroma$core' GROUP BY a"#,
+    ),
+    (
+        r#"SELECT a, COUNT(*) FROM t WHERE b = 'p' /* COLLATE */ GROUP BY a"#,
+        r#"= WITH "pleroma$core"("a", "b", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), value->>2 FROM json_each('⟨core⟩')) SELECT a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE b = 'p' /* COLLATE */ GROUP BY a"#,
+    ),
+    (
+        r#"SELECT a, COUNT(*) FROM t WHERE c IS NOT NULL AND CAST(b AS INTEGER) > -1 GROUP BY a"#,
+        r#"= WITH "pleroma$core"("a", "b", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), CAST(value->>2 AS INTEGER), value->>3 FROM json_each('⟨core⟩')) SELECT a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE c IS NOT NULL AND CAST(b AS INTEGER) > -1 GROUP BY a"#,
+    ),
+    (
+        r#"SELECT a, COUNT(*) FROM t WHERE b IN ('p', 'q') AND c BETWEEN 1 AND 20 GROUP BY a"#,
+        r#"= WITH "pleroma$core"("a", "b", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), CAST(value->>2 AS INTEGER), value->>3 FROM json_each('⟨core⟩')) SELECT a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE b IN ('p', 'q') AND c BETWEEN 1 AND 20 GROUP BY a"#,
+    ),
+    (
+        r#"SELECT a, MAX(x)
+  FILTER (WHERE
+ c > 1) FROM t GROUP BY a"#,
+        r#"= WITH "pleroma$core"("a", "c", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2, value->>3, value->>4, value->>5, value->>6 FROM json_each('⟨core⟩')) SELECT a, MAX("pleroma$hi0") FILTER (WHERE c > 1) FROM "pleroma$core" AS "t" GROUP BY a"#,
     ),
 ];
 

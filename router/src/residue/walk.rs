@@ -22,14 +22,20 @@ use super::allow::{
 };
 use super::core::Core;
 use super::cut::{first_row_fixed, outer_order_free, Cut};
-use super::span::line_starts;
+use super::span::{line_starts, normal_tokens};
 use super::{SumTerm, R};
 use crate::planes::Planes;
+use crate::tokenize::{self, Token};
 
 pub(super) struct Walker<'a> {
     pub(super) shared: &'a Planes,
     pub(super) sql: &'a str,
     pub(super) lines: Vec<usize>,
+    /// The statement's tokens (no whitespace, no comments), and their
+    /// normal forms (`span::normal_tokens`) for finding an expression's
+    /// text.
+    pub(super) toks: Vec<Token<'a>>,
+    pub(super) normal: Vec<(String, usize)>,
     pub(super) edits: Vec<(Range<usize>, String)>,
     pub(super) table: Option<usize>,
     pub(super) dims: BTreeSet<usize>,
@@ -71,10 +77,13 @@ pub(super) enum Level {
 
 impl<'a> Walker<'a> {
     pub(super) fn new(shared: &'a Planes, sql: &'a str) -> Walker<'a> {
+        let toks: Vec<Token<'a>> = tokenize::code(sql).collect();
         Walker {
             shared,
             sql,
             lines: line_starts(sql),
+            normal: normal_tokens(&toks),
+            toks,
             edits: Vec::new(),
             table: None,
             dims: BTreeSet::new(),
