@@ -18,17 +18,15 @@ use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
 use crate::affinity::Affinity;
+use crate::decline::Decline;
 use crate::planes::Planes;
-
-/// The decline of a statement while a plane has no column map: not cached.
-pub(crate) const NO_COLUMN_MAP: &str = "a plane is out of service (a column of its table is gone)";
 
 /// What the classifier made of a statement.
 #[derive(Debug)]
 pub(crate) enum Classified {
     /// Not a read-only SELECT: SQLite runs it (with the write bookkeeping).
     NotSelect,
-    Declined(String),
+    Declined(Decline),
     Plan(Box<Plan>),
     Join(Box<JoinPlan>),
     /// The cells answer the aggregate core, SQLite the rest.
@@ -263,7 +261,7 @@ pub(crate) fn classify(
         .iter()
         .any(|e| e.cols.dim_aff.len() != e.def.dims.len())
     {
-        return Classified::Declined(NO_COLUMN_MAP.into());
+        return Classified::Declined(Decline::NoColumnMap);
     }
     // Every served statement has an aggregate or a GROUP BY: a text without
     // any of their names is a row list or lookup, declined without a parse.
@@ -285,27 +283,27 @@ pub(crate) fn classify(
     let param_count = stmt.parameter_count();
     drop(stmt);
     let reason = match plan(shared, sql, columns.clone(), param_count) {
-        Ok(p) => return Classified::Plan(Box::new(p)),
-        Err(reason) if reason == JOIN_MARK => {
-            match join_plan(shared, sql, columns.clone(), param_count) {
-                Ok(j) => return Classified::Join(Box::new(j)),
-                Err(reason) => reason,
-            }
-        }
+        Ok(Some(p)) => return Classified::Plan(Box::new(p)),
+        Ok(None) => match join_plan(shared, sql, columns.clone(), param_count) {
+            Ok(j) => return Classified::Join(Box::new(j)),
+            Err(reason) => reason,
+        },
         Err(reason) => reason,
     };
     // What the cells answer directly they answer; the rest may still have an
     // aggregate core, with SQLite evaluating around it.
     match crate::residue::plan(shared, sql, columns, param_count) {
         Ok(r) => Classified::Residue(Box::new(r)),
-        Err(r) if r == crate::residue::NO_CORE => Classified::Declined(reason),
+        Err(Decline::NoCore) => Classified::Declined(reason.into()),
         Err(r) => Classified::Declined(r),
     }
 }
 
 type R<T> = Result<T, String>;
 
-fn plan(shared: &Planes, sql: &str, columns: Vec<String>, param_count: usize) -> R<Plan> {
+/// The plan of `sql` for the cells, `None` for a two-table join (which
+/// `join_plan` decides), or why neither.
+fn plan(shared: &Planes, sql: &str, columns: Vec<String>, param_count: usize) -> R<Option<Plan>> {
     let stmts =
         Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| format!("not understood ({e})"))?;
     let [Statement::Query(q)] = stmts.as_slice() else {
@@ -323,7 +321,7 @@ fn plan(shared: &Planes, sql: &str, columns: Vec<String>, param_count: usize) ->
     };
     let sel: &Select = sel;
     if sel.from.len() == 1 && sel.from[0].joins.len() == 1 {
-        return Err(JOIN_MARK.into());
+        return Ok(None);
     }
     let (table_idx, alias) = table_of(shared, sel)?;
     // Out of service is checked at each answer, not here: the plan is cached.
@@ -490,7 +488,7 @@ fn plan(shared: &Planes, sql: &str, columns: Vec<String>, param_count: usize) ->
     } else {
         Class::T
     };
-    Ok(Plan {
+    Ok(Some(Plan {
         table: b.table,
         class,
         filter,
@@ -503,7 +501,7 @@ fn plan(shared: &Planes, sql: &str, columns: Vec<String>, param_count: usize) ->
         offset,
         columns,
         param_count,
-    })
+    }))
 }
 
 /// The planed table in FROM, and the name columns may be qualified with.
@@ -1056,9 +1054,6 @@ fn number(n: &str, negative: bool) -> R<Value> {
     }
     Err(format!("numeric literal {n}"))
 }
-
-/// `plan` hands a two-table FROM to `join_plan` with this reason.
-const JOIN_MARK: &str = "a two-table join";
 
 /// A plain table in FROM: its name (main schema) and the name columns may
 /// be qualified with.

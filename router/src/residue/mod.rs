@@ -37,6 +37,7 @@ use sqlparser::parser::Parser;
 pub(crate) use cut::Cut;
 
 use crate::affinity::Affinity;
+use crate::decline::Decline;
 use crate::planes::Planes;
 use span::{names_pleroma_or_collate, quoted_names_are_words};
 use walk::Walker;
@@ -45,9 +46,6 @@ type R<T> = Result<T, String>;
 
 /// The name of the bound core; a statement that spells it is declined.
 pub(crate) const CORE: &str = "pleroma$core";
-
-/// The reason when no block of the statement reads the planed table alone.
-pub(crate) const NO_CORE: &str = "no block reads the planed table alone";
 
 /// What a statement needs from the cells, and its text around them.
 #[derive(Debug)]
@@ -86,31 +84,36 @@ pub(crate) struct SumTerm {
     pub ones: bool,
 }
 
-/// The residue plan of `sql`, or why it has none.
+/// The residue plan of `sql`, or why it has none (`Decline::NoCore`: no
+/// block of it reads the planed table alone).
 pub(crate) fn plan(
     shared: &Planes,
     sql: &str,
     columns: Vec<String>,
     param_count: usize,
-) -> R<ResiduePlan> {
+) -> Result<ResiduePlan, Decline> {
     let stmts =
         Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| format!("not understood ({e})"))?;
     let [Statement::Query(q)] = stmts.as_slice() else {
-        return Err(NO_CORE.into());
+        return Err(Decline::NoCore);
     };
     if names_pleroma_or_collate(sql) || !quoted_names_are_words(sql) {
         // A quoted name that is not a plain word may spell the name SQLite
         // gives an aggregate column, which the rewrite changes.
-        return Err(NO_CORE.into());
+        return Err(Decline::NoCore);
     }
     let mut w = Walker::new(shared, sql);
     if let Err(r) = w.query(q, false) {
         // Without a block over the planed table, the classifier's own
         // reason is the one to give.
-        return Err(if w.table.is_some() { r } else { NO_CORE.into() });
+        return Err(if w.table.is_some() {
+            r.into()
+        } else {
+            Decline::NoCore
+        });
     }
     let Some(t) = w.table else {
-        return Err(NO_CORE.into());
+        return Err(Decline::NoCore);
     };
     if w.raises && w.limited && !crate::mutation::active("residue_raising_where") {
         // Under LIMIT SQLite may stop before it evaluates some group (an
@@ -122,7 +125,7 @@ pub(crate) fn plan(
     let dim_aff: Vec<Affinity> = dims.iter().map(|&d| entry.cols.dim_aff[d]).collect();
     for (&d, a) in dims.iter().zip(&dim_aff) {
         if *a == Affinity::Real {
-            return Err(format!("REAL dimension {}", entry.def.dims[d]));
+            return Err(format!("REAL dimension {}", entry.def.dims[d]).into());
         }
     }
     let measures: Vec<usize> = w.measures.iter().copied().collect();

@@ -8,6 +8,7 @@
 
 use super::{plan, ResiduePlan};
 use crate::catalog::{build_entry, PlaneDef};
+use crate::decline::Decline;
 use crate::planes::Planes;
 
 /// `t(a INTEGER, b TEXT, c INTEGER, x INTEGER, y INTEGER)` with a plane
@@ -35,7 +36,7 @@ fn fixture() -> (rusqlite::Connection, Planes) {
 }
 
 /// The residue plan of `sql`, with its inputs as the classifier makes them.
-fn residue(db: &rusqlite::Connection, planes: &Planes, sql: &str) -> Result<ResiduePlan, String> {
+fn residue(db: &rusqlite::Connection, planes: &Planes, sql: &str) -> Result<ResiduePlan, Decline> {
     let stmt = db.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
     let columns = stmt.column_names().into_iter().map(str::to_owned).collect();
     let count = stmt.parameter_count();
@@ -390,5 +391,22 @@ fn explain_names_the_split() {
     for (sql, want) in SPLITS {
         let p = residue(&db, &planes, sql).unwrap_or_else(|r| panic!("{sql}: {r}"));
         assert_eq!(p.split, *want, "{sql}");
+    }
+}
+
+/// The classifier acts on `Decline::NoCore` (it gives its own reason then):
+/// the variant, not its text.
+#[test]
+fn no_core_is_the_variant() {
+    let (db, planes) = fixture();
+    for sql in [
+        "SELECT COUNT(*) FROM u",
+        "SELECT COUNT(*) FROM t JOIN u USING (a)",
+        "SELECT COUNT(*) FROM t WHERE b = 'p' COLLATE NOCASE",
+    ] {
+        assert!(
+            matches!(residue(&db, &planes, sql), Err(Decline::NoCore)),
+            "{sql}"
+        );
     }
 }
