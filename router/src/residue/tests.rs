@@ -38,7 +38,7 @@ fn fixture() -> (rusqlite::Connection, Planes) {
 /// The residue plan of `sql`, with its inputs as the classifier makes them.
 fn residue(db: &rusqlite::Connection, planes: &Planes, sql: &str) -> Result<ResiduePlan, Decline> {
     let stmt = db.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let columns = stmt.column_names().into_iter().map(str::to_owned).collect();
+    let columns = stmt.column_names().map(str::to_owned).collect();
     let count = stmt.parameter_count();
     drop(stmt);
     plan(planes, sql, columns, count)

@@ -119,7 +119,7 @@ pub(crate) fn answer(
                     group_overflow = true;
                     aggs.push(Value::Null);
                 }
-                Err(AggErr::Unsure(r)) => return Ok(Outcome::Declined(r.into(), Some(route))),
+                Err(AggErr::Unsure(r)) => return Ok(Outcome::Declined(r, Some(route))),
             }
         }
         let val = |e: &OutExpr| match *e {
