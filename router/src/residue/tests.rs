@@ -350,6 +350,18 @@ const CASES: &[(&str, &str)] = &[
  c > 1) FROM t GROUP BY a"#,
         r#"= WITH "pleroma$core"("a", "c", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2, value->>3, value->>4, value->>5, value->>6 FROM json_each('⟨core⟩')) SELECT a, MAX("pleroma$hi0") FILTER (WHERE c > 1) FROM "pleroma$core" AS "t" GROUP BY a"#,
     ),
+    (
+        r#"SELECT COUNT(*) FILTER (WHERE b != 'p'), SUM(x) FILTER (WHERE a == 1) FROM t"#,
+        r#"= WITH "pleroma$core"("a", "b", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), value->>2, value->>3, value->>4, value->>5, value->>6 FROM json_each('⟨core⟩')) SELECT COALESCE(SUM("pleroma$n") FILTER (WHERE b != 'p'), 0), SUM("pleroma$s0") FILTER (WHERE a == 1) FROM "pleroma$core" AS "t""#,
+    ),
+    (
+        r#"SELECT MAX(y) FILTER (WHERE c NOTNULL) FROM t"#,
+        r#"= WITH "pleroma$core"("c", "pleroma$n", "pleroma$c1", "pleroma$s1", "pleroma$lo1", "pleroma$hi1") AS (SELECT CAST(value->>0 AS INTEGER), value->>1, value->>2, value->>3, value->>4, value->>5 FROM json_each('⟨core⟩')) SELECT MAX("pleroma$hi1") FILTER (WHERE c NOTNULL) FROM "pleroma$core" AS "t""#,
+    ),
+    (
+        r#"SELECT count ( * ) filter ( where x'00' <> b ) FROM t"#,
+        r#"= WITH "pleroma$core"("b", "pleroma$n") AS (SELECT CAST(value->>0 AS TEXT), value->>1 FROM json_each('⟨core⟩')) SELECT COALESCE(SUM("pleroma$n") FILTER (WHERE x'00' <> b), 0) FROM "pleroma$core" AS "t""#,
+    ),
 ];
 
 #[test]
