@@ -10,6 +10,7 @@ use rusqlite::types::Value;
 use crate::catalog::{self, Rebuild};
 use crate::classify::{self, Classified};
 use crate::database::{self, Database, Found, Member, Published};
+use crate::decline::Decline;
 use crate::ffi::WalSnapshot;
 use crate::hook;
 use crate::persist::{self, Followed, Persisted, Untrusted};
@@ -434,7 +435,7 @@ impl Connection {
                     let shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
                     Arc::new(classify::classify(&self.db, &shared, sql, true))
                 };
-                if !matches!(&*c, Classified::Declined(r) if r == classify::NO_COLUMN_MAP) {
+                if !matches!(&*c, Classified::Declined(Decline::NoColumnMap)) {
                     self.cache.insert(sql.to_owned(), c.clone());
                 }
                 c
@@ -445,7 +446,7 @@ impl Connection {
                 self.set_engine_route("not a read-only SELECT");
                 return Ok(Attempt::Other);
             }
-            Classified::Declined(reason) => return self.decline(reason, None),
+            Classified::Declined(reason) => return self.decline(reason.clone(), None),
             Classified::Plan(plan) => &plan.table,
             Classified::Join(join) => &join.fact,
             Classified::Residue(r) => &r.table,
@@ -502,7 +503,7 @@ impl Connection {
                     // (The mutation `residue_raising_where` keeps the error,
                     // as the residue did before this net.)
                     Err(e) if !crate::mutation::active("residue_raising_where") => {
-                        Outcome::Declined(format!("the residue failed: {e}"), None)
+                        Outcome::Declined(Decline::residue_failed(&e), None)
                     }
                     Err(e) => {
                         drop(shared);
@@ -532,7 +533,7 @@ impl Connection {
                 Ok(Attempt::Served(rows))
             }
             Outcome::Declined(reason, route) => {
-                let r = self.decline(&reason, Some(table));
+                let r = self.decline(reason, Some(table));
                 if let Some(route) = route {
                     self.last_route.plane_cost = route.plane_cost;
                     self.last_route.engine_cost = route.engine_cost;
@@ -550,10 +551,13 @@ impl Connection {
         self.memo.clear();
     }
 
-    fn decline(&mut self, reason: &str, table: Option<&str>) -> Result<Attempt> {
+    fn decline(&mut self, reason: impl Into<Decline>, table: Option<&str>) -> Result<Attempt> {
+        let reason = reason.into();
         if self.mode == RouteMode::Plane {
-            return Err(Error::NotServed(reason.to_owned()));
+            return Err(Error::NotServed(reason));
         }
+        let reason = reason.to_string();
+        let reason = reason.as_str();
         match self.counters.declined.get_mut(reason) {
             Some(n) => *n += 1,
             None => {
@@ -1617,7 +1621,7 @@ impl Connection {
         };
         let (route, reason, plane_cost, engine_cost) = match &class {
             Classified::NotSelect => ("engine", "not a SELECT".to_owned(), None, None),
-            Classified::Declined(r) => ("engine", r.clone(), None, None),
+            Classified::Declined(r) => ("engine", r.to_string(), None, None),
             Classified::Join(_) => ("plane", "join limb".to_owned(), None, None),
             Classified::Residue(r) => {
                 let _ = self.sync_external()?;
@@ -1629,7 +1633,7 @@ impl Connection {
                         route.plane_cost,
                         route.engine_cost,
                     ),
-                    Err((reason, _)) => ("engine", reason, None, None),
+                    Err((reason, _)) => ("engine", reason.to_string(), None, None),
                 }
             }
             Classified::Plan(plan) => {

@@ -14,7 +14,7 @@ pub enum Error {
     Pragma(String),
     /// `PRAGMA pleroma_route = plane` and the plane cannot serve the query.
     #[error("pleroma: the plane cannot serve this query: {0}")]
-    NotServed(String),
+    NotServed(crate::Decline),
     /// The SQLite linked in cannot run Pleroma (built without the
     /// pre-update hook); the message says what to set.
     #[error("pleroma: {0}")]

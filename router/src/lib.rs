@@ -23,6 +23,7 @@ mod catalog;
 mod classify;
 mod connection;
 mod database;
+mod decline;
 mod error;
 mod failed;
 mod ffi;
@@ -44,7 +45,9 @@ mod user_counters;
 mod vacuum;
 
 pub use connection::Connection;
+pub use decline::Decline;
 pub use error::Error;
+pub use pleroma_plane::PlaneError;
 pub use route::{Counters, Route, RouteKind, RouteMode};
 pub use rows::Rows;
 pub use rusqlite;

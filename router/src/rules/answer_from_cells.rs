@@ -14,6 +14,7 @@ use rusqlite::types::Value;
 use crate::affinity::{convert_operand, dim_to_value, sort_cmp, sql_cmp};
 use crate::catalog::{quote, PlaneEntry};
 use crate::classify::{AggFn, CmpOp, HExpr, HOperand, Operand, OutExpr, PExpr, Plan};
+use crate::decline::Decline;
 use crate::planes::Planes;
 use crate::route::{Route, RouteKind, RouteMode};
 use crate::rows::Rows;
@@ -25,7 +26,7 @@ pub(crate) const MAX_RECOMPUTE: usize = 64;
 
 pub(crate) enum Outcome {
     Served(Rows, Route),
-    Declined(String, Option<Route>),
+    Declined(Decline, Option<Route>),
 }
 
 type R<T> = std::result::Result<T, String>;
@@ -46,14 +47,14 @@ pub(crate) fn answer(
     }
     let Some(i) = shared.find(&plan.table) else {
         return Ok(Outcome::Declined(
-            format!("no plane on table {}", plan.table),
+            format!("no plane on table {}", plan.table).into(),
             None,
         ));
     };
     let entry = shared.entry_mut(i);
     if let Some(reason) = entry.out_of_service() {
         return Ok(Outcome::Declined(
-            format!("plane on {} is out of service: {reason}", plan.table),
+            format!("plane on {} is out of service: {reason}", plan.table).into(),
             None,
         ));
     }
@@ -64,7 +65,7 @@ pub(crate) fn answer(
         .transpose()
     {
         Ok(f) => f.unwrap_or(Pred::Const(Truth::True)),
-        Err(r) => return Ok(Outcome::Declined(r, None)),
+        Err(r) => return Ok(Outcome::Declined(r.into(), None)),
     };
     let est = estimate_cells(&entry.plane, &filter);
     let rows = entry.plane.rows() as f64;
@@ -77,7 +78,7 @@ pub(crate) fn answer(
     };
     if mode == RouteMode::Auto && est > rows.max(1.0) {
         let r = format!("cost: the plane would visit {est} cells for {rows} rows");
-        return Ok(Outcome::Declined(r, Some(route)));
+        return Ok(Outcome::Declined(r.into(), Some(route)));
     }
     let q = SliceQuery {
         filter,
@@ -90,7 +91,7 @@ pub(crate) fn answer(
             Err(PlaneError::UnknownExtremum { cells }) if cells.len() <= MAX_RECOMPUTE => {
                 recompute_extrema(db, entry, &cells)?;
             }
-            Err(e) => return Ok(Outcome::Declined(format!("plane: {e}"), Some(route))),
+            Err(e) => return Ok(Outcome::Declined(Decline::Plane(e), Some(route))),
         }
     };
     let plane = &entry.plane;
@@ -134,7 +135,7 @@ pub(crate) fn answer(
             {
                 Ok(None | Some(true)) => overflow = true,
                 Ok(Some(false)) => overflow_unsure = true,
-                Err(r) => return Ok(Outcome::Declined(r, Some(route))),
+                Err(r) => return Ok(Outcome::Declined(r.into(), Some(route))),
             }
             continue;
         }
@@ -142,7 +143,7 @@ pub(crate) fn answer(
             match eval_having(h, &val, params) {
                 Ok(Some(true)) => {}
                 Ok(_) => continue,
-                Err(r) => return Ok(Outcome::Declined(r, Some(route))),
+                Err(r) => return Ok(Outcome::Declined(r.into(), Some(route))),
             }
         }
         let row: Vec<Value> = plan.outputs.iter().map(val).collect();
@@ -150,17 +151,14 @@ pub(crate) fn answer(
         out.push((row, sort, keys));
     }
     if overflow_unsure && !overflow {
-        return Ok(Outcome::Declined(
-            "SUM overflow in a group HAVING rejects on group columns".into(),
-            Some(route),
-        ));
+        return Ok(Outcome::Declined(Decline::SumOverflowHaving, Some(route)));
     }
     if overflow {
         if plan.limit.is_some() || plan.offset.is_some() {
             // SQLite finalizes only the groups it outputs before LIMIT stops
             // it; which ones those are is its business.
             return Ok(Outcome::Declined(
-                "SUM overflow under LIMIT".into(),
+                Decline::SumOverflowUnderLimit,
                 Some(route),
             ));
         }
@@ -194,7 +192,7 @@ pub(crate) fn answer(
         .transpose()
     {
         Ok(o) => o.unwrap_or(0).max(0) as usize,
-        Err(r) => return Ok(Outcome::Declined(r, Some(route))),
+        Err(r) => return Ok(Outcome::Declined(r.into(), Some(route))),
     };
     let limit = match plan
         .limit
@@ -204,7 +202,7 @@ pub(crate) fn answer(
     {
         Ok(Some(l)) if l >= 0 => l as usize,
         Ok(_) => usize::MAX,
-        Err(r) => return Ok(Outcome::Declined(r, Some(route))),
+        Err(r) => return Ok(Outcome::Declined(r.into(), Some(route))),
     };
     let rows = out
         .into_iter()
@@ -239,7 +237,7 @@ pub(crate) fn integer_overflow() -> crate::Error {
 
 enum AggErr {
     Overflow,
-    Unsure(String),
+    Unsure(Decline),
 }
 
 /// One aggregate's SQL value from the plane's exact totals.
@@ -267,9 +265,7 @@ fn agg_value(a: AggFn, v: &AggValue) -> std::result::Result<Value, AggErr> {
             } else if total > i64::MAX as i128 || total < i64::MIN as i128 {
                 return Err(AggErr::Overflow);
             } else if !safe {
-                return Err(AggErr::Unsure(
-                    "SUM may overflow part-way, depending on row order".into(),
-                ));
+                return Err(AggErr::Unsure(Decline::SumOverflowPartWay));
             } else {
                 Value::Integer(total as i64)
             }
@@ -279,9 +275,9 @@ fn agg_value(a: AggFn, v: &AggValue) -> std::result::Result<Value, AggErr> {
             if nn == 0 {
                 Value::Real(0.0)
             } else if !safe {
-                return Err(AggErr::Unsure(
-                    "TOTAL past i64 is order-dependent in SQLite".into(),
-                ));
+                return Err(AggErr::Unsure(Decline::PastI64OrderDependent {
+                    agg: "TOTAL",
+                }));
             } else {
                 Value::Real(total as i64 as f64)
             }
@@ -291,9 +287,9 @@ fn agg_value(a: AggFn, v: &AggValue) -> std::result::Result<Value, AggErr> {
             if nn == 0 {
                 Value::Null
             } else if !safe {
-                return Err(AggErr::Unsure(
-                    "AVG past i64 is order-dependent in SQLite".into(),
-                ));
+                return Err(AggErr::Unsure(Decline::PastI64OrderDependent {
+                    agg: "AVG",
+                }));
             } else if crate::mutation::active("avg_as_integer_division") {
                 Value::Real((total as i64 / nn) as f64)
             } else {

@@ -17,6 +17,7 @@ use rusqlite::types::Value;
 
 use crate::affinity::{dim_to_value, sort_cmp};
 use crate::classify::{JOut, JoinPlan};
+use crate::decline::Decline;
 use crate::planes::Planes;
 use crate::route::{Route, RouteKind};
 use crate::rows::Rows;
@@ -57,7 +58,7 @@ fn count(v: &AggValue) -> i64 {
 
 /// Answer `plan` from the limb in `shared`, or decline.
 pub(crate) fn answer(shared: &Planes, plan: &JoinPlan, params: &[Value]) -> Result<Outcome> {
-    let declined = |r: &str| Ok(Outcome::Declined(r.to_owned(), None));
+    let declined = |r: &str| Ok(Outcome::Declined(r.into(), None));
     if params.len() != plan.param_count {
         return declined("parameter count differs from the statement's");
     }
@@ -71,7 +72,8 @@ pub(crate) fn answer(shared: &Planes, plan: &JoinPlan, params: &[Value]) -> Resu
                 format!(
                     "limb on {}.{} is out of service: {r}",
                     plan.fact, plan.fact_key
-                ),
+                )
+                .into(),
                 None,
             ));
         }
@@ -83,7 +85,7 @@ pub(crate) fn answer(shared: &Planes, plan: &JoinPlan, params: &[Value]) -> Resu
         .transpose()
     {
         Ok(f) => f.unwrap_or(Pred::Const(Truth::True)),
-        Err(r) => return Ok(Outcome::Declined(r, None)),
+        Err(r) => return Ok(Outcome::Declined(r.into(), None)),
     };
     let fact_sums: Vec<usize> = plan
         .outputs
@@ -117,7 +119,7 @@ pub(crate) fn answer(shared: &Planes, plan: &JoinPlan, params: &[Value]) -> Resu
     };
     let dres = match dim.plane.slice(&dq) {
         Ok(r) => r,
-        Err(e) => return Ok(Outcome::Declined(format!("limb: {e}"), None)),
+        Err(e) => return Ok(Outcome::Declined(Decline::Limb(e), None)),
     };
     let mut per_key: AHashMap<&DimValue, &[AggValue]> = AHashMap::with_capacity(dres.groups.len());
     for g in &dres.groups {
@@ -138,7 +140,7 @@ pub(crate) fn answer(shared: &Planes, plan: &JoinPlan, params: &[Value]) -> Resu
     };
     let fres = match fact.plane.slice(&fq) {
         Ok(r) => r,
-        Err(e) => return Ok(Outcome::Declined(format!("limb: {e}"), None)),
+        Err(e) => return Ok(Outcome::Declined(Decline::Limb(e), None)),
     };
     let overflow = || Ok(Outcome::Declined("join totals past i128".into(), None));
     // Output groups: group codes → (joined rows, fact sums, dimension sums).
@@ -223,10 +225,7 @@ pub(crate) fn answer(shared: &Planes, plan: &JoinPlan, params: &[Value]) -> Resu
                 overflowed = true;
                 row.push(Value::Null);
             } else if s.pos > i64::MAX as i128 || s.neg < i64::MIN as i128 {
-                return Ok(Outcome::Declined(
-                    "SUM may overflow part-way, depending on row order".into(),
-                    None,
-                ));
+                return Ok(Outcome::Declined(Decline::SumOverflowPartWay, None));
             } else {
                 row.push(Value::Integer(total as i64));
             }

@@ -14,6 +14,7 @@ use pleroma_plane::{Agg, AggValue, DimValue, PlaneError, Pred, SliceQuery, Truth
 use rusqlite::types::Value;
 
 use crate::affinity::{sort_cmp, Affinity};
+use crate::decline::Decline;
 use crate::planes::Planes;
 use crate::residue::ResiduePlan;
 use crate::route::{Route, RouteKind, RouteMode};
@@ -23,7 +24,7 @@ use crate::Result;
 
 /// The core's rows as JSON and the route, or why not (with the route when
 /// the plane was reached).
-type Core = std::result::Result<(String, Route), (String, Option<Route>)>;
+type Core = std::result::Result<(String, Route), (Decline, Option<Route>)>;
 
 /// The core's rows as JSON, or why not.
 pub(crate) fn core_json(
@@ -33,12 +34,15 @@ pub(crate) fn core_json(
     plan: &ResiduePlan,
 ) -> Result<Core> {
     let Some(i) = shared.find(&plan.table) else {
-        return Ok(Err((format!("no plane on table {}", plan.table), None)));
+        return Ok(Err((
+            format!("no plane on table {}", plan.table).into(),
+            None,
+        )));
     };
     let entry = shared.entry_mut(i);
     if let Some(reason) = entry.out_of_service() {
         let r = format!("plane on {} is out of service: {reason}", plan.table);
-        return Ok(Err((r, None)));
+        return Ok(Err((r.into(), None)));
     }
     let est = entry.plane.cells() as f64;
     let rows = entry.plane.rows() as f64;
@@ -51,7 +55,7 @@ pub(crate) fn core_json(
     };
     if mode == RouteMode::Auto && est > rows.max(1.0) {
         let r = format!("cost: the plane would visit {est} cells for {rows} rows");
-        return Ok(Err((r, Some(route))));
+        return Ok(Err((r.into(), Some(route))));
     }
     let mut aggs = vec![Agg::CountStar];
     for &m in &plan.measures {
@@ -72,7 +76,7 @@ pub(crate) fn core_json(
             Err(PlaneError::UnknownExtremum { cells }) if cells.len() <= MAX_RECOMPUTE => {
                 recompute_extrema(db, entry, &cells)?;
             }
-            Err(e) => return Ok(Err((format!("plane: {e}"), Some(route)))),
+            Err(e) => return Ok(Err((Decline::Plane(e), Some(route)))),
         }
     };
     // Every partial sum of one accumulator, in any grouping and any order,
@@ -115,10 +119,7 @@ pub(crate) fn core_json(
             fits(pos, neg)
         };
         if !ok {
-            return Ok(Err((
-                "SUM may overflow part-way, depending on row order".into(),
-                Some(route),
-            )));
+            return Ok(Err((Decline::SumOverflowPartWay, Some(route))));
         }
     }
     let plane = &entry.plane;
@@ -143,10 +144,8 @@ pub(crate) fn core_json(
                 && matches!(plane.dict(d).value(code), DimValue::Int(i64::MIN))
                 && !crate::mutation::active("residue_raising_where")
             {
-                return Ok(Err((
-                    format!("abs() of -2^63 in dimension {}", entry.def.dims[d]),
-                    Some(route),
-                )));
+                let dim = entry.def.dims[d].clone();
+                return Ok(Err((Decline::AbsOfMinInteger { dim }, Some(route))));
             }
         }
     }
@@ -169,7 +168,7 @@ pub(crate) fn core_json(
                 DimValue::Int(v) => {
                     if *aff == Affinity::Text {
                         return Ok(Err((
-                            format!("an integer in TEXT dimension {}", entry.def.dims[d]),
+                            format!("an integer in TEXT dimension {}", entry.def.dims[d]).into(),
                             Some(route),
                         )));
                     }
@@ -178,10 +177,9 @@ pub(crate) fn core_json(
                 DimValue::Text(s) => {
                     if matches!(aff, Affinity::Integer | Affinity::Numeric | Affinity::Real) {
                         // A CAST to the column's affinity would change it.
-                        return Ok(Err((
-                            format!("a text value in numeric dimension {}", entry.def.dims[d]),
-                            Some(route),
-                        )));
+                        let dim = entry.def.dims[d].clone();
+                        let r = Decline::TextInNumericDimension { dim };
+                        return Ok(Err((r, Some(route))));
                     }
                     if s.contains('\0') {
                         return Ok(Err(("a text value with NUL".into(), Some(route))));
@@ -253,7 +251,7 @@ pub(crate) fn answer(
         Ok(s) => s,
         Err(e) => {
             return Ok(Outcome::Declined(
-                format!("the residue does not prepare: {e}"),
+                format!("the residue does not prepare: {e}").into(),
                 Some(route),
             ))
         }
@@ -296,10 +294,7 @@ pub(crate) fn answer(
         let at_start = o > 0 && o < rows.len() && tie(&rows[o - 1], &rows[o]);
         let at_end = end > o && end < rows.len() && tie(&rows[end - 1], &rows[end]);
         if at_start || at_end {
-            return Ok(Outcome::Declined(
-                "a tie at the LIMIT cut".into(),
-                Some(route),
-            ));
+            return Ok(Outcome::Declined(Decline::TieAtLimitCut, Some(route)));
         }
         out.rows = out
             .rows

@@ -1,0 +1,123 @@
+//! The classifier: a SELECT's text → a plan the cells can answer, or the
+//! reason it goes to SQLite. Run once per SQL text; the connection caches it.
+//!
+//! All-or-nothing, as DataFusion's statistics rule: a plan is made only when
+//! every part of the statement is understood exactly; anything else is
+//! declined with a reason and SQLite runs the statement untouched.
+//!
+//! The rooms: `plans` (what a classification hands the rules), `slice` (a
+//! SELECT over one planed table), `builder` (its expressions as predicates,
+//! aggregates and outputs), `join` (a SELECT over a fact table and one
+//! dimension table); this file holds `classify`, which tries them in turn
+//! and then the residue.
+
+mod builder;
+mod join;
+mod plans;
+mod slice;
+
+use crate::decline::Decline;
+use crate::planes::Planes;
+
+use join::join_plan;
+pub(crate) use plans::{
+    AggFn, Class, CmpOp, HExpr, HOperand, JOut, JoinPlan, Operand, OrderTerm, OutExpr, PExpr, Plan,
+};
+use slice::plan;
+
+/// What the classifier made of a statement.
+#[derive(Debug)]
+pub(crate) enum Classified {
+    /// Not a read-only SELECT: SQLite runs it (with the write bookkeeping).
+    NotSelect,
+    Declined(Decline),
+    Plan(Box<Plan>),
+    Join(Box<JoinPlan>),
+    /// The cells answer the aggregate core, SQLite the rest.
+    Residue(Box<crate::residue::ResiduePlan>),
+}
+
+/// `quick`: decline row lists from their text alone (the query path); off
+/// for `pleroma_explain`, which names the precise reason.
+pub(crate) fn classify(
+    db: &rusqlite::Connection,
+    shared: &Planes,
+    sql: &str,
+    quick: bool,
+) -> Classified {
+    // The cheap gate first: a statement that names no planed table (or is not
+    // a read-only statement) never pays for a parse.
+    let lower = sql.to_ascii_lowercase();
+    let names_a_plane = shared
+        .tables()
+        .any(|t| lower.contains(&t.to_ascii_lowercase()));
+    // Cached: the engine path then finds the statement prepared.
+    let stmt = match db.prepare_cached(sql) {
+        Ok(s) => s,
+        // SQLite reports its own error when it runs the statement.
+        Err(_) => return Classified::NotSelect,
+    };
+    if !stmt.readonly() || stmt.column_count() == 0 {
+        return Classified::NotSelect;
+    }
+    if !names_a_plane {
+        return Classified::Declined("no planed table in the statement".into());
+    }
+    // A plane whose table lost a column has no column map to classify by
+    // (it is out of service); the answer is SQLite's, and not cached, so the
+    // statement is classified again once the plane is back.
+    if shared
+        .entries
+        .iter()
+        .any(|e| e.cols.dim_aff.len() != e.def.dims.len())
+    {
+        return Classified::Declined(Decline::NoColumnMap);
+    }
+    // Every served statement has an aggregate or a GROUP BY: a text without
+    // any of their names is a row list or lookup, declined without a parse.
+    const SERVED_WORDS: [&str; 9] = [
+        "distinct",
+        "count",
+        "sum",
+        "total",
+        "avg",
+        "min",
+        "max",
+        "group",
+        "pleromasumexact",
+    ];
+    if quick && !SERVED_WORDS.iter().any(|w| lower.contains(w)) {
+        return Classified::Declined("a row list (no aggregate, no GROUP BY)".into());
+    }
+    let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
+    let param_count = stmt.parameter_count();
+    drop(stmt);
+    let reason = match plan(shared, sql, columns.clone(), param_count) {
+        Ok(Some(p)) => return Classified::Plan(Box::new(p)),
+        Ok(None) => match join_plan(shared, sql, columns.clone(), param_count) {
+            Ok(j) => return Classified::Join(Box::new(j)),
+            Err(reason) => reason,
+        },
+        Err(reason) => reason,
+    };
+    // What the cells answer directly they answer; the rest may still have an
+    // aggregate core, with SQLite evaluating around it.
+    match crate::residue::plan(shared, sql, columns, param_count) {
+        Ok(r) => Classified::Residue(Box::new(r)),
+        Err(Decline::NoCore) => Classified::Declined(reason.into()),
+        Err(r) => Classified::Declined(r),
+    }
+}
+
+type R<T> = Result<T, String>;
+
+/// Whether `name` is a column of a table with `columns`: one of them, or
+/// the rowid (`rowid`, `oid`, `_rowid_`), which a column of that name
+/// hides. A WITHOUT ROWID table has no rowid; taking one for it only
+/// declines more.
+pub(crate) fn names_a_column(columns: &[String], name: &str) -> bool {
+    columns.iter().any(|c| c.eq_ignore_ascii_case(name))
+        || ["rowid", "oid", "_rowid_"]
+            .iter()
+            .any(|r| r.eq_ignore_ascii_case(name))
+}

@@ -1,0 +1,254 @@
+//! A SELECT over one planed table: the direct plan of `answer_from_cells`.
+//!
+//! Exact because it is all-or-nothing: the statement is one block over the
+//! table, every term is built by `builder` or the whole plan is declined
+//! (and the residue is tried next).
+
+use sqlparser::ast::{
+    Expr, GroupByExpr, LimitClause, OrderByKind, Query, Select, SelectItem, SetExpr, Statement,
+    Value as SqlValue,
+};
+use sqlparser::dialect::SQLiteDialect;
+use sqlparser::parser::Parser;
+
+use super::builder::{Builder, Params};
+use super::join::plain_table;
+use super::{AggFn, Class, OrderTerm, OutExpr, Plan, R};
+use crate::planes::Planes;
+
+/// The plan of `sql` for the cells, `None` for a two-table join (which
+/// `join_plan` decides), or why neither.
+pub(super) fn plan(
+    shared: &Planes,
+    sql: &str,
+    columns: Vec<String>,
+    param_count: usize,
+) -> R<Option<Plan>> {
+    let stmts =
+        Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| format!("not understood ({e})"))?;
+    let [Statement::Query(q)] = stmts.as_slice() else {
+        return Err("not a single SELECT".into());
+    };
+    let q: &Query = q;
+    if q.with.is_some() || q.fetch.is_some() || !q.locks.is_empty() || q.for_clause.is_some() {
+        return Err("WITH, FETCH or locking clauses".into());
+    }
+    if q.settings.is_some() || q.format_clause.is_some() || !q.pipe_operators.is_empty() {
+        return Err("clauses outside SQLite".into());
+    }
+    let SetExpr::Select(sel) = q.body.as_ref() else {
+        return Err("compound or nested SELECT".into());
+    };
+    let sel: &Select = sel;
+    if sel.from.len() == 1 && sel.from[0].joins.len() == 1 {
+        return Ok(None);
+    }
+    let (table_idx, alias) = table_of(shared, sel)?;
+    // Out of service is checked at each answer, not here: the plan is cached.
+    let entry = shared.entry(table_idx);
+    let mut b = Builder {
+        table: entry.def.table.clone(),
+        alias,
+        dims: entry.def.dims.clone(),
+        measures: entry.def.measures.clone(),
+        dim_aff: entry.cols.dim_aff.clone(),
+        columns: entry.cols.columns.clone(),
+        aggs: Vec::new(),
+        params: Params::default(),
+        group_by: Vec::new(),
+    };
+    if sel.distinct.is_some() || sel.top.is_some() || sel.into.is_some() || sel.exclude.is_some() {
+        return Err("DISTINCT, TOP or INTO".into());
+    }
+    if !sel.lateral_views.is_empty() || sel.prewhere.is_some() || !sel.connect_by.is_empty() {
+        return Err("clauses outside SQLite".into());
+    }
+    if !sel.cluster_by.is_empty() || !sel.distribute_by.is_empty() || !sel.sort_by.is_empty() {
+        return Err("clauses outside SQLite".into());
+    }
+    if !sel.named_window.is_empty() || sel.qualify.is_some() {
+        return Err("window clauses".into());
+    }
+    // FROM resolved; WHERE.
+    let filter = match &sel.selection {
+        Some(e) => Some(b.pred(e)?),
+        None => None,
+    };
+    // GROUP BY: dimension columns, or positions of dimension outputs.
+    let GroupByExpr::Expressions(gexprs, mods) = &sel.group_by else {
+        return Err("GROUP BY ALL".into());
+    };
+    if !mods.is_empty() {
+        return Err("GROUP BY modifiers".into());
+    }
+    for g in gexprs {
+        let dim = match literal_position(g) {
+            Some(p) => {
+                let item = sel
+                    .projection
+                    .get(p.wrapping_sub(1))
+                    .ok_or("GROUP BY position out of range")?;
+                let e = match item {
+                    SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
+                    _ => return Err("GROUP BY position of a wildcard".into()),
+                };
+                b.dim_of(e).ok_or("GROUP BY a non-dimension")?
+            }
+            None => b
+                .dim_of(g)
+                .ok_or("GROUP BY an expression that is not a dimension column")?,
+        };
+        if !b.group_by.contains(&dim) {
+            b.group_by.push(dim);
+        }
+    }
+    // The select list.
+    let mut outputs = Vec::new();
+    let mut aliases: Vec<Option<String>> = Vec::new();
+    for item in &sel.projection {
+        let (e, alias) = match item {
+            SelectItem::UnnamedExpr(e) => (e, None),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
+            _ => return Err("a wildcard in the select list".into()),
+        };
+        outputs.push(b.out_expr(e)?);
+        aliases.push(alias);
+    }
+    if b.aggs.is_empty() && b.group_by.is_empty() {
+        return Err("a row list (no aggregate, no GROUP BY)".into());
+    }
+    if b.aggs.is_empty() {
+        // A bare GROUP BY lists the non-empty groups: count them.
+        b.aggs.push(AggFn::CountStar);
+    }
+    // HAVING.
+    let having = match &sel.having {
+        Some(h) => {
+            if b.group_by.is_empty() && b.aggs.is_empty() {
+                return Err("HAVING without aggregates".into());
+            }
+            Some(b.having(h, &outputs, &aliases)?)
+        }
+        None => None,
+    };
+    // ORDER BY.
+    let mut order_by = Vec::new();
+    if let Some(ob) = &q.order_by {
+        if ob.interpolate.is_some() {
+            return Err("ORDER BY INTERPOLATE".into());
+        }
+        let OrderByKind::Expressions(terms) = &ob.kind else {
+            return Err("ORDER BY ALL".into());
+        };
+        for t in terms {
+            if t.with_fill.is_some() {
+                return Err("ORDER BY WITH FILL".into());
+            }
+            let desc = match &t.options.sort {
+                None | Some(sqlparser::ast::OrderBySort::Asc) => false,
+                Some(sqlparser::ast::OrderBySort::Desc) => true,
+                Some(_) => return Err("ORDER BY USING".into()),
+            };
+            let e = b.order_expr(&t.expr, &outputs, &aliases)?;
+            let nulls_first = t.options.nulls_first.unwrap_or(!desc);
+            order_by.push(OrderTerm {
+                e,
+                desc,
+                nulls_first,
+            });
+        }
+    }
+    // LIMIT / OFFSET.
+    let (limit, offset) = match &q.limit_clause {
+        None => (None, None),
+        Some(LimitClause::LimitOffset {
+            limit,
+            offset,
+            limit_by,
+        }) => {
+            if !limit_by.is_empty() {
+                return Err("LIMIT BY".into());
+            }
+            let l = limit.as_ref().map(|e| b.operand(e)).transpose()?;
+            let o = offset.as_ref().map(|o| b.operand(&o.value)).transpose()?;
+            (l, o)
+        }
+        Some(LimitClause::OffsetCommaLimit { offset, limit }) => {
+            (Some(b.operand(limit)?), Some(b.operand(offset)?))
+        }
+    };
+    if (limit.is_some() || offset.is_some()) && !b.group_by.is_empty() {
+        // Rows beyond a partial ORDER BY are SQLite's choice; serve LIMIT only
+        // when the order is total: every group column among the sort keys.
+        let total = b
+            .group_by
+            .iter()
+            .enumerate()
+            .all(|(i, _)| order_by.iter().any(|t| t.e == OutExpr::Group(i)));
+        if !total {
+            return Err("LIMIT/OFFSET without an ORDER BY over every group column".into());
+        }
+    }
+    if b.params.mixed {
+        return Err("mixed or named parameters".into());
+    }
+    let uses_distinct = b.aggs.iter().any(|a| matches!(a, AggFn::CountDistinct(_)));
+    let uses_minmax = b
+        .aggs
+        .iter()
+        .any(|a| matches!(a, AggFn::Min(_) | AggFn::Max(_)));
+    let class = if having.is_some() {
+        Class::H
+    } else if uses_distinct || (uses_minmax && filter.is_some()) {
+        Class::D
+    } else if !b.group_by.is_empty() {
+        Class::G
+    } else if filter.is_some() {
+        Class::W
+    } else {
+        Class::T
+    };
+    Ok(Some(Plan {
+        table: b.table,
+        class,
+        filter,
+        group_by: b.group_by,
+        aggs: b.aggs,
+        outputs,
+        having,
+        order_by,
+        limit,
+        offset,
+        columns,
+        param_count,
+    }))
+}
+
+/// The planed table in FROM, and the name columns may be qualified with.
+pub(super) fn table_of(shared: &Planes, sel: &Select) -> R<(usize, String)> {
+    let [twj] = sel.from.as_slice() else {
+        return Err(if sel.from.is_empty() {
+            "no FROM".into()
+        } else {
+            "more than one table".into()
+        });
+    };
+    if !twj.joins.is_empty() {
+        return Err("a join".into());
+    }
+    let (table, alias) = plain_table(&twj.relation)?;
+    let idx = shared
+        .find(&table)
+        .ok_or_else(|| format!("no plane on table {table}"))?;
+    Ok((idx, alias))
+}
+
+pub(super) fn literal_position(e: &Expr) -> Option<usize> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            SqlValue::Number(n, _) => n.parse().ok(),
+            _ => None,
+        },
+        _ => None,
+    }
+}

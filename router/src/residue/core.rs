@@ -1,0 +1,541 @@
+//! The core and its rewrite: the block over the planed table becomes the
+//! bound CTE `"pleroma$core"`, and each aggregate over the table's rows the
+//! merge of the core's partials.
+//!
+//! Exact because a merge is only written for an aggregate whose partials
+//! give its value over the table's rows (a count, a sum or an extremum of a
+//! measure, or of a constant chosen per row by dimensions alone); every
+//! other byte of the statement stays the user's.
+
+use std::ops::Range;
+
+use sqlparser::ast::{
+    CaseWhen, DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
+    GroupByExpr, Select, TableFactor, Value as SqlValue,
+};
+
+use super::allow::{has_aggregate, has_window, visit};
+use super::walk::{projection, Walker};
+use super::{SumTerm, CORE, R};
+use crate::affinity::Affinity;
+use crate::tokenize::{self, Kind};
+
+/// A block that reads the planed table alone.
+pub(super) struct Core<'b> {
+    pub(super) alias: String,
+    pub(super) entry: usize,
+    /// Group terms in Display form.
+    pub(super) groups: Vec<String>,
+    /// Output aliases of the block.
+    pub(super) aliases: Vec<String>,
+    pub(super) items: Vec<&'b Expr>,
+}
+
+impl Walker<'_> {
+    pub(super) fn core_select(
+        &mut self,
+        sel: &Select,
+        order: &[&Expr],
+        limited: bool,
+        entry: usize,
+        alias: String,
+    ) -> R<()> {
+        if self.table.is_some_and(|t| t != entry) {
+            return Err("two planed tables".into());
+        }
+        self.table = Some(entry);
+        self.cores += 1;
+        // The table reference becomes the core, under the same name.
+        let TableFactor::Table { name, alias: a, .. } = &sel.from[0].relation else {
+            unreachable!("checked by planed()");
+        };
+        let r = self.expr_range(name)?;
+        if self.sql[r.clone()] != name.to_string() {
+            return Err("a table name whose source text is not whole".into());
+        }
+        let text = match a {
+            Some(_) => quote(CORE),
+            None => format!("{} AS {}", quote(CORE), quote(&alias)),
+        };
+        self.edits.push((r, text));
+        let distinct = match &sel.distinct {
+            None => false,
+            Some(sqlparser::ast::Distinct::Distinct) => true,
+            Some(_) => return Err("DISTINCT ON".into()),
+        };
+        let (items, aliases) = projection(&sel.projection, "a wildcard over the planed table")?;
+        let mut c = Core {
+            alias,
+            entry,
+            groups: Vec::new(),
+            aliases,
+            items,
+        };
+        let GroupByExpr::Expressions(gexprs, mods) = &sel.group_by else {
+            return Err("GROUP BY ALL".into());
+        };
+        if !mods.is_empty() {
+            return Err("GROUP BY modifiers".into());
+        }
+        for g in gexprs {
+            let term = self.resolve_term(&c, g, false)?;
+            self.row_expr(&c, term)?;
+            c.groups.push(term.to_string());
+        }
+        if let Some(w) = &sel.selection {
+            self.row_expr(&c, w)?;
+        }
+        let has_agg = c.items.iter().any(|e| has_aggregate(e))
+            || sel.having.as_ref().is_some_and(has_aggregate)
+            || order.iter().any(|e| has_aggregate(e));
+        let grouped = has_agg || !gexprs.is_empty() || sel.having.is_some();
+        if grouped {
+            if distinct && !order.is_empty() {
+                // Which group's key orders a merged DISTINCT row is SQLite's
+                // choice.
+                return Err("DISTINCT with ORDER BY over aggregated rows".into());
+            }
+            for e in c.items.clone() {
+                self.group_expr(&c, e)?;
+            }
+            if let Some(h) = &sel.having {
+                self.group_expr(&c, h)?;
+            }
+            for e in order {
+                let t = self.resolve_term(&c, e, true)?;
+                if !std::ptr::eq(t, *e) {
+                    continue;
+                }
+                self.group_expr(&c, e)?;
+            }
+            if limited && !c.groups.is_empty() {
+                let keys: Vec<String> = order
+                    .iter()
+                    .map(|e| self.resolve_term(&c, e, true).map(|t| t.to_string()))
+                    .collect::<R<_>>()?;
+                if let Some(g) = c.groups.iter().find(|g| !keys.contains(g)) {
+                    let why =
+                        format!("LIMIT without an ORDER BY over every group term ({g} is not)");
+                    // The statement's own ORDER BY over output columns: the
+                    // cut is checked for ties when it runs.
+                    if self.depth != 1 || distinct {
+                        return Err(why);
+                    }
+                    let mut idx = Vec::new();
+                    for e in order {
+                        let t = self.resolve_term(&c, e, true)?.to_string();
+                        match c.items.iter().position(|i| i.to_string() == t) {
+                            Some(k) => idx.push(k),
+                            None => return Err(why),
+                        }
+                    }
+                    self.cut_keys = Some(idx);
+                }
+            }
+        } else {
+            if !distinct {
+                return Err("a row list (no aggregate, no GROUP BY, no DISTINCT)".into());
+            }
+            for e in c.items.clone() {
+                if has_window(e) {
+                    return Err("a window function over the rows of the table".into());
+                }
+                self.row_expr(&c, e)?;
+            }
+            for e in order {
+                let t = self.resolve_term(&c, e, true)?;
+                if std::ptr::eq(t, *e) {
+                    self.row_expr(&c, e)?;
+                }
+                // Which row's value orders a merged DISTINCT row is the
+                // first SQLite meets in its scan: over the core, another.
+                let output = c.items.iter().any(|i| i.to_string() == t.to_string());
+                if !output && !crate::mutation::active("residue_distinct_order") {
+                    return Err("DISTINCT with an ORDER BY term that is not an output".into());
+                }
+            }
+            if limited {
+                let keys: Vec<String> = order
+                    .iter()
+                    .map(|e| self.resolve_term(&c, e, true).map(|t| t.to_string()))
+                    .collect::<R<_>>()?;
+                if c.items.iter().any(|i| !keys.contains(&i.to_string())) {
+                    return Err("LIMIT without an ORDER BY over every DISTINCT output".into());
+                }
+            }
+            self.rest.push("DISTINCT".into());
+        }
+        Ok(())
+    }
+
+    /// A GROUP BY or ORDER BY term: a position or an output alias stands for
+    /// the output expression (for ORDER BY the alias wins, for GROUP BY the
+    /// column: SQLite's order).
+    pub(super) fn resolve_term<'b>(&self, c: &Core<'b>, e: &'b Expr, order: bool) -> R<&'b Expr> {
+        if let Expr::Value(v) = e {
+            if let SqlValue::Number(n, _) = &v.value {
+                let p: usize = n.parse().map_err(|_| "a non-integer position")?;
+                return c
+                    .items
+                    .get(p.wrapping_sub(1))
+                    .copied()
+                    .ok_or_else(|| "a position out of range".to_owned());
+            }
+        }
+        if let Expr::Identifier(i) = e {
+            let name = i.value.to_ascii_lowercase();
+            if let Some(k) = c.aliases.iter().position(|a| *a == name) {
+                if order || !self.column_first(c, e, &i.value) {
+                    return Ok(c.items[k]);
+                }
+            }
+        }
+        Ok(e)
+    }
+
+    /// Whether a bare name in GROUP BY, HAVING or an ORDER BY expression
+    /// names a column of the table before an output alias: SQLite's
+    /// resolve.c looks a name up in the FROM tables first (every column,
+    /// and rowid/oid/_rowid_), and in the result set's aliases only when no
+    /// column matches. The core carries dimensions only, so over it the
+    /// rewritten text would find the alias instead.
+    pub(super) fn column_first(&self, c: &Core, e: &Expr, name: &str) -> bool {
+        if crate::mutation::active("residue_alias_before_column") {
+            return self.dim(c, e).is_some();
+        }
+        crate::classify::names_a_column(&self.shared.entry(c.entry).cols.columns, name)
+    }
+
+    /// The dimension a column reference names, if it names one.
+    pub(super) fn dim(&self, c: &Core, e: &Expr) -> Option<usize> {
+        let name = match e {
+            Expr::Identifier(i) => &i.value,
+            Expr::CompoundIdentifier(p) => match p.as_slice() {
+                [q, col] if q.value.eq_ignore_ascii_case(&c.alias) => &col.value,
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let def = &self.shared.entry(c.entry).def;
+        def.dims.iter().position(|d| d.eq_ignore_ascii_case(name))
+    }
+
+    pub(super) fn measure(&self, c: &Core, e: &Expr) -> Option<usize> {
+        let name = match e {
+            Expr::Identifier(i) => &i.value,
+            Expr::CompoundIdentifier(p) => match p.as_slice() {
+                [q, col] if q.value.eq_ignore_ascii_case(&c.alias) => &col.value,
+                _ => return None,
+            },
+            Expr::Nested(x) => return self.measure(c, x),
+            _ => return None,
+        };
+        let def = &self.shared.entry(c.entry).def;
+        def.measures
+            .iter()
+            .position(|m| m.eq_ignore_ascii_case(name))
+    }
+
+    /// A column reference that is not a dimension: the reason it blocks.
+    pub(super) fn not_a_dim(&self, c: &Core, e: &Expr) -> String {
+        let def = &self.shared.entry(c.entry).def;
+        if let Some(m) = self.measure(c, e) {
+            return format!("measure {} outside an aggregate", def.measures[m]);
+        }
+        format!(
+            "column {e} is not a dimension of the plane on {}",
+            def.table
+        )
+    }
+
+    /// An aggregate over the table's rows: the merge of the core's partials.
+    pub(super) fn aggregate(
+        &mut self,
+        c: &Core,
+        whole: &Expr,
+        f: &sqlparser::ast::Function,
+        name: &str,
+    ) -> R<()> {
+        if !f.within_group.is_empty()
+            || f.null_treatment.is_some()
+            || !matches!(f.parameters, FunctionArguments::None)
+        {
+            return Err(format!("{name}() with WITHIN GROUP or parameters"));
+        }
+        let FunctionArguments::List(list) = &f.args else {
+            return Err(format!("{name}() without an argument list"));
+        };
+        if !list.clauses.is_empty() {
+            return Err(format!("{name}() with clauses"));
+        }
+        let distinct = matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct));
+        let filter = match &f.filter {
+            Some(p) => {
+                self.row_expr(c, p)?;
+                format!(" FILTER (WHERE {})", self.text(p)?)
+            }
+            None => String::new(),
+        };
+        let r = self.expr_range(whole)?;
+        let n = quote("pleroma$n");
+        let arg = match list.args.as_slice() {
+            [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if name == "count" && !distinct => {
+                self.edits
+                    .push((r, format!("COALESCE(SUM({n}){filter}, 0)")));
+                self.aggs.push("COUNT(*)".into());
+                return Ok(());
+            }
+            [FunctionArg::Unnamed(FunctionArgExpr::Expr(x))] => x,
+            _ => return Err(format!("{name}() with other than one argument")),
+        };
+        let v = match self.vform(c, arg) {
+            Ok(v) => v,
+            Err(e) if mentions_measure(self, c, arg) => return Err(e),
+            Err(_) => {
+                // Over dimensions only: the same set of values over the
+                // core's rows as over the table's.
+                self.row_expr(c, arg)?;
+                if distinct || matches!(name, "min" | "max") {
+                    self.aggs.push(format!("{name}() of dimensions"));
+                    return Ok(());
+                }
+                if name == "count" {
+                    let x = self.text(arg)?;
+                    self.edits.push((
+                        r,
+                        format!(
+                            "COALESCE(SUM(CASE WHEN ({x}) IS NULL THEN 0 ELSE {n} END){filter}, 0)"
+                        ),
+                    ));
+                    self.aggs.push("COUNT() of dimensions".into());
+                    return Ok(());
+                }
+                return Err(format!("{name}() of a dimension expression"));
+            }
+        };
+        if distinct {
+            return Err(format!("{name}(DISTINCT) over a measure"));
+        }
+        let sum = render(&v, &|m| quote(&format!("pleroma$s{m}")), "0", &n, "NULL");
+        let cnt = render(&v, &|m| quote(&format!("pleroma$c{m}")), &n, &n, "0");
+        let lo = render(&v, &|m| quote(&format!("pleroma$lo{m}")), "0", "1", "NULL");
+        let hi = render(&v, &|m| quote(&format!("pleroma$hi{m}")), "0", "1", "NULL");
+        let mut ms = Vec::new();
+        v.measures(&mut ms);
+        let summed = matches!(name, "sum" | "total" | "avg" | "pleromasumexact");
+        if summed {
+            // One accumulator adds whichever measure each row's CASE
+            // picks: its bound is over all of them together.
+            let mut measures = ms.clone();
+            measures.sort_unstable();
+            measures.dedup();
+            self.sums.push(SumTerm {
+                measures,
+                ones: v.has_one(),
+            });
+        }
+        if matches!(name, "min" | "max") {
+            self.extrema.extend(ms.iter().copied());
+        }
+        self.measures.extend(ms.iter().copied());
+        if name == "avg" && tokenize::code(self.text(whole)?).any(|t| t.kind == Kind::Variable) {
+            return Err("AVG over a parameter".into());
+        }
+        let text = match name {
+            "count" => format!("COALESCE(SUM({cnt}){filter}, 0)"),
+            "sum" => format!("SUM({sum}){filter}"),
+            "total" => format!("TOTAL({sum}){filter}"),
+            "avg" => format!("(CAST(SUM({sum}){filter} AS REAL) / SUM({cnt}){filter})"),
+            "min" => format!("MIN({lo}){filter}"),
+            "max" => format!("MAX({hi}){filter}"),
+            "pleromasumexact" => format!("PleromaSumExact({sum}){filter}"),
+            _ => return Err(format!("aggregate {name}()")),
+        };
+        self.aggs.push(format!("{}()", name.to_ascii_uppercase()));
+        self.edits.push((r, text));
+        Ok(())
+    }
+
+    /// An aggregate argument whose per-row value is a measure or a constant
+    /// chosen by dimensions alone.
+    pub(super) fn vform(&mut self, c: &Core, e: &Expr) -> R<V> {
+        match e {
+            Expr::Nested(x) => self.vform(c, x),
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => self
+                .measure(c, e)
+                .map(V::M)
+                .ok_or_else(|| "an aggregate of a column that is not a measure".to_owned()),
+            Expr::Value(v) => match &v.value {
+                SqlValue::Number(n, false) if n == "0" => Ok(V::Zero),
+                SqlValue::Number(n, false) if n == "1" => Ok(V::One),
+                SqlValue::Null => Ok(V::Null),
+                _ => Err("an aggregate of a literal other than 0, 1 or NULL".into()),
+            },
+            Expr::Case {
+                operand: None,
+                conditions,
+                else_result,
+                ..
+            } => {
+                let mut arms = Vec::new();
+                for CaseWhen { condition, result } in conditions {
+                    self.row_expr(c, condition)?;
+                    let t = self.text(condition)?.to_owned();
+                    arms.push((t, self.vform(c, result)?));
+                }
+                let other = match else_result {
+                    Some(x) => Some(Box::new(self.vform(c, x)?)),
+                    None => None,
+                };
+                Ok(V::Case(arms, other))
+            }
+            _ => Err("an aggregate over an expression of a measure".into()),
+        }
+    }
+}
+
+/// The per-row value of an aggregate argument (see `Walker::vform`).
+#[derive(Debug)]
+pub(super) enum V {
+    M(usize),
+    Zero,
+    One,
+    Null,
+    Case(Vec<(String, V)>, Option<Box<V>>),
+}
+
+impl V {
+    pub(super) fn measures(&self, out: &mut Vec<usize>) {
+        match self {
+            V::M(m) => out.push(*m),
+            V::Case(arms, other) => {
+                arms.iter().for_each(|(_, v)| v.measures(out));
+                if let Some(o) = other {
+                    o.measures(out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn has_one(&self) -> bool {
+        match self {
+            V::One => true,
+            V::Case(arms, other) => {
+                arms.iter().any(|(_, v)| v.has_one()) || other.as_ref().is_some_and(|o| o.has_one())
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A per-core-row value: a measure's partial, or what 0, 1 and NULL
+/// contribute for the row's whole group of table rows.
+pub(super) fn render(
+    v: &V,
+    m: &dyn Fn(usize) -> String,
+    zero: &str,
+    one: &str,
+    null: &str,
+) -> String {
+    match v {
+        V::M(i) => m(*i),
+        V::Zero => zero.to_owned(),
+        V::One => one.to_owned(),
+        V::Null => null.to_owned(),
+        V::Case(arms, other) => {
+            let mut s = "CASE".to_owned();
+            for (cond, r) in arms {
+                s.push_str(&format!(
+                    " WHEN ({cond}) THEN {}",
+                    render(r, m, zero, one, null)
+                ));
+            }
+            match other {
+                Some(o) => s.push_str(&format!(" ELSE {}", render(o, m, zero, one, null))),
+                None => s.push_str(&format!(" ELSE {null}")),
+            }
+            s.push_str(" END");
+            s
+        }
+    }
+}
+
+pub(super) fn mentions_measure(w: &Walker, c: &Core, e: &Expr) -> bool {
+    let mut found = false;
+    visit(e, &mut |x| {
+        if w.measure(c, x).is_some() {
+            found = true;
+        }
+        !found
+    });
+    found
+}
+
+/// The head of the core's CTE, up to the JSON text of its rows: its columns
+/// (the dimensions under the casts of their affinities, the row count, four
+/// partials per measure) and the select over `json_each`.
+pub(super) fn cte_head(
+    dim_names: &[String],
+    dims: &[usize],
+    dim_aff: &[Affinity],
+    measures: &[usize],
+) -> String {
+    // The core: CTE columns, then the select over the JSON rows.
+    let mut names = Vec::new();
+    let mut sel = Vec::new();
+    let mut k = 0;
+    let mut col = |names: &mut Vec<String>, name: String, cast: Option<&str>| {
+        let v = format!("value->>{k}");
+        sel.push(match cast {
+            Some(c) => format!("CAST({v} AS {c})"),
+            None => v,
+        });
+        names.push(quote(&name));
+        k += 1;
+    };
+    for (&d, a) in dims.iter().zip(dim_aff) {
+        let cast = match a {
+            Affinity::Integer => Some("INTEGER"),
+            Affinity::Text => Some("TEXT"),
+            Affinity::Numeric => Some("NUMERIC"),
+            _ => None,
+        };
+        col(&mut names, dim_names[d].clone(), cast);
+    }
+    col(&mut names, "pleroma$n".into(), None);
+    for &m in measures {
+        for p in ["c", "s", "lo", "hi"] {
+            col(&mut names, format!("pleroma${p}{m}"), None);
+        }
+    }
+    format!(
+        "{}({}) AS (SELECT {} FROM json_each('",
+        quote(CORE),
+        names.join(", "),
+        sel.join(", ")
+    )
+}
+
+/// `sql` with every edit applied (sorted; overlapping edits decline).
+pub(super) fn rewrite(sql: &str, edits: &mut [(Range<usize>, String)]) -> R<String> {
+    edits.sort_by_key(|(r, _)| (r.start, r.end));
+    for pair in edits.windows(2) {
+        if pair[0].0.end > pair[1].0.start {
+            return Err("overlapping rewrites".into());
+        }
+    }
+    let mut rewritten = String::with_capacity(sql.len() + 64);
+    let mut pos = 0;
+    for (r, text) in edits.iter() {
+        rewritten.push_str(&sql[pos..r.start]);
+        rewritten.push_str(text);
+        pos = r.end;
+    }
+    rewritten.push_str(&sql[pos..]);
+    Ok(rewritten)
+}
+
+pub(super) fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
