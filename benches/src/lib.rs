@@ -32,6 +32,7 @@ pub mod open;
 pub mod pool;
 pub mod readers;
 pub mod residue;
+pub mod serve;
 pub mod speedtest;
 pub mod svg;
 pub mod tenants;

@@ -198,14 +198,21 @@ pub fn case(seed: u64, size: Size) -> (Schema, Vec<Step>) {
         steps: Vec::new(),
     };
     g.setup();
+    // Once in every case, whatever the blocks draw, and first, with `t`'s
+    // planes out of the way (a plane whose image is never an empty delta,
+    // out of service or limbed, writes a state row at every commit, which
+    // replaces the given-back one; later steps can make the next open
+    // rebuild): a state row given back before the COMMIT, then a reopen
+    // that must not trust it.
+    g.push(Step::Pleroma("PRAGMA pleroma_detach('t')".into()));
+    g.release_then_undo();
+    g.push(Step::Pleroma(g.s.attach()));
+    g.limbs();
     for _ in 0..size.blocks {
         g.block();
     }
     g.residue_probes();
-    // Once in every case, whatever the blocks drew: a RELEASE-time state
-    // row given back before COMMIT, then a reopen that must not trust it.
     g.settle();
-    g.release_then_undo();
     // And a write into an attached copy of the file, which must be refused.
     let cols = g.s.insert_columns();
     let row = g.s.row(&mut g.rng, None);
@@ -1008,15 +1015,37 @@ impl Gen<'_> {
         let count = any_total(format!(
             "SELECT g, COUNT(*), SUM(m) FROM {r} GROUP BY g ORDER BY g"
         ));
+        // The state row goes in before the end, and stays in the open
+        // transaction when the end does not end it: a RELEASE (only an
+        // outermost one writes it), or a COMMIT that a deferred foreign key
+        // fails. The row taken out after it leaves the planes as they were.
+        let failed_commit = self.rng.chance(0.5);
+        if failed_commit {
+            self.exec(format!("CREATE TABLE {r}_p(k INTEGER PRIMARY KEY)"));
+            self.exec(format!(
+                "CREATE TABLE {r}_c(x INT REFERENCES {r}_p(k) DEFERRABLE INITIALLY DEFERRED)"
+            ));
+        }
         // A plane answer and an autocommit write first: they follow any
         // other commit and persist the connection's state (after a rebuild
         // it has none), so that the transaction writes deltas.
         self.push(Step::Check(count.clone()));
         self.exec(format!("UPDATE {r} SET m = m WHERE g = 'b'"));
-        self.exec("BEGIN".into());
-        self.exec(format!("INSERT INTO {r}(g) VALUES ('a')"));
-        self.exec("SAVEPOINT r".into());
-        self.exec("RELEASE r".into());
+        if failed_commit {
+            self.exec("BEGIN".into());
+            self.exec(format!("INSERT INTO {r}(g) VALUES ('a')"));
+            self.exec(format!("INSERT INTO {r}_c VALUES (7)"));
+            self.exec("COMMIT".into());
+            self.exec(format!("DELETE FROM {r}_c"));
+        } else {
+            self.exec("SAVEPOINT r".into());
+            self.exec(format!("INSERT INTO {r}(g) VALUES ('a')"));
+            self.exec("RELEASE r".into());
+            self.exec("BEGIN".into());
+            self.exec(format!("INSERT INTO {r}(g) VALUES ('a')"));
+            self.exec("SAVEPOINT r".into());
+            self.exec("RELEASE r".into());
+        }
         self.exec(format!(
             "DELETE FROM {r} WHERE rowid = (SELECT max(rowid) FROM {r})"
         ));

@@ -3,6 +3,7 @@
 //! Anything these rules are not sure of comes back as `None`: the query is
 //! then declined and SQLite answers it.
 
+use crate::mutation::Mutation;
 use std::cmp::Ordering;
 
 use pleroma_plane::DimValue;
@@ -26,7 +27,7 @@ impl Affinity {
     pub fn of_column(decl: &str, strict: bool) -> Affinity {
         if strict
             && decl.trim().eq_ignore_ascii_case("ANY")
-            && !crate::mutation::active("strict_any_numeric")
+            && !crate::mutation::active(Mutation::StrictAnyNumeric)
         {
             Affinity::Blob
         } else {
@@ -59,7 +60,7 @@ impl Affinity {
 /// The value a literal (or bound parameter, which has no affinity) takes when
 /// compared with a column of affinity `aff`.
 pub(crate) fn convert_operand(aff: Affinity, v: &Value) -> Option<Value> {
-    if crate::mutation::active("wrong_affinity") {
+    if crate::mutation::active(Mutation::WrongAffinity) {
         return Some(v.clone());
     }
     match v {

@@ -1,6 +1,7 @@
 //! Plane definitions: validation, the catalog table in the database, and
 //! building a plane from the table's rows.
 
+use crate::mutation::Mutation;
 use std::sync::Arc;
 
 use pleroma_plane::{DimRef, JointKey, MeasureValue, Plane, PlaneConfig, Snapshot};
@@ -116,7 +117,7 @@ impl PlaneEntry {
 
     pub fn restore(&mut self, s: &EntrySnapshot) {
         self.plane.restore(&s.plane);
-        if !crate::mutation::active("schema_not_restored") {
+        if !crate::mutation::active(Mutation::SchemaNotRestored) {
             self.cols = s.cols.clone();
             self.broken = s.broken.clone();
         }
@@ -499,7 +500,8 @@ pub(crate) fn resolve_columns(
     // Dimensions (and so limb keys) compare by BINARY only: the plane's
     // dictionary tells values apart byte for byte.
     if let Some(c) = dim_cols.iter().map(|&i| &cols[i as usize]).find(|c| {
-        !c.coll.eq_ignore_ascii_case("BINARY") && !crate::mutation::active("collation_ignored")
+        !c.coll.eq_ignore_ascii_case("BINARY")
+            && !crate::mutation::active(Mutation::CollationIgnored)
     }) {
         return Err(format!(
             "column {t}.{} has collation {}; only BINARY is supported",

@@ -1,5 +1,6 @@
 //! The user-facing connection: every statement passes through here.
 
+use crate::mutation::Mutation;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -255,7 +256,7 @@ impl Connection {
         let allow = self.allow_guard();
         let r = self.run_allowed(sql, params, want_rows);
         drop(allow);
-        if names_columns(sql) && !crate::mutation::active("column_names_cached") {
+        if names_columns(sql) && !crate::mutation::active(Mutation::ColumnNamesCached) {
             // SQLite names a statement's columns when it prepares it: a
             // cached statement or classification keeps the names of before.
             self.db.flush_prepared_statement_cache();
@@ -305,8 +306,8 @@ impl Connection {
             let planes = self.lock();
             planes.main_aliases.is_empty()
                 && (planes.main_copies.is_empty()
-                    || crate::mutation::active("guard_passes_any_file"))
-                && (!planes.is_empty() || crate::mutation::active("guard_passes_any_file"))
+                    || crate::mutation::active(Mutation::GuardPassesAnyFile))
+                && (!planes.is_empty() || crate::mutation::active(Mutation::GuardPassesAnyFile))
         };
         self.guard
             .allow
@@ -382,7 +383,7 @@ impl Connection {
             self.set_engine_route("not a read-only SELECT");
             return self.run_engine(sql, params, want_rows);
         }
-        if self.mode == RouteMode::Engine && !crate::mutation::active("engine_route_serves") {
+        if self.mode == RouteMode::Engine && !crate::mutation::active(Mutation::EngineRouteServes) {
             return self.run_engine_route(sql, params, want_rows);
         }
         match self.try_plane(sql, params, synced)? {
@@ -451,7 +452,7 @@ impl Connection {
             Classified::Join(join) => &join.fact,
             Classified::Residue(r) => &r.table,
         };
-        if self.mode == RouteMode::Engine && !crate::mutation::active("engine_route_serves") {
+        if self.mode == RouteMode::Engine && !crate::mutation::active(Mutation::EngineRouteServes) {
             return self.decline("pleroma_route = engine", Some(table));
         }
         let epoch = self.plans_epoch;
@@ -502,7 +503,7 @@ impl Connection {
                     // (and sets this statement's route).
                     // (The mutation `residue_raising_where` keeps the error,
                     // as the residue did before this net.)
-                    Err(e) if !crate::mutation::active("residue_raising_where") => {
+                    Err(e) if !crate::mutation::active(Mutation::ResidueRaisingWhere) => {
                         Outcome::Declined(Decline::residue_failed(&e), None)
                     }
                     Err(e) => {
@@ -594,13 +595,13 @@ impl Connection {
     /// published, so the planes cannot answer this moment (SQLite does).
     pub(crate) fn sync_external(&mut self) -> Result<bool> {
         let v = self.read_data_version()?;
-        if crate::mutation::active("read_txn_moves") && !self.db.is_autocommit() {
+        if crate::mutation::active(Mutation::ReadTxnMoves) && !self.db.is_autocommit() {
             // The mutation: a read transaction follows the newest commit.
             if let Some(p) = self.database.newest() {
                 self.adopt(&p);
             }
         }
-        if v == self.data_version || crate::mutation::active("external_write_missed") {
+        if v == self.data_version || crate::mutation::active(Mutation::ExternalWriteMissed) {
             self.data_version = v;
             return Ok(true);
         }
@@ -951,7 +952,7 @@ impl Connection {
         let ends = match &kind {
             StmtKind::Commit => true,
             StmtKind::Release(name) => {
-                self.txn.release_may_end(name) || crate::mutation::active("inner_release_row")
+                self.txn.release_may_end(name) || crate::mutation::active(Mutation::InnerReleaseRow)
             }
             _ => false,
         };
@@ -970,7 +971,7 @@ impl Connection {
         let rolled_back_copy = (kind == StmtKind::Rollback
             && !was_auto
             && self.persisted.on
-            && crate::mutation::active("persist_rolled_back")
+            && crate::mutation::active(Mutation::PersistRolledBack)
             && crate::ffi::writing(&self.db))
         .then(|| self.lock().snapshots());
         if !was_auto && self.persisted.on && !self.txn.guards_out && !self.lock().is_empty() {
@@ -1023,11 +1024,11 @@ impl Connection {
             s.begin_statement(was_auto);
             matches!(kind, StmtKind::Begin | StmtKind::Savepoint(_)).then(|| s.snapshots())
         };
-        let ends = |k: StmtKind, m: &str| kind == k && crate::mutation::active(m);
+        let ends = |k: StmtKind, m: Mutation| kind == k && crate::mutation::active(m);
         if sharing
             && !was_auto
-            && (ends(StmtKind::Commit, "publish_before_commit")
-                || ends(StmtKind::Rollback, "publish_rollback"))
+            && (ends(StmtKind::Commit, Mutation::PublishBeforeCommit)
+                || ends(StmtKind::Rollback, Mutation::PublishRollback))
         {
             self.publish_mutated();
         }
@@ -1035,14 +1036,14 @@ impl Connection {
         self.note_changes(sql);
         if let Some(schema) = vacuum_of
             .as_deref()
-            .filter(|_| result.is_ok() && !crate::mutation::active("vacuum_counts_own_rows"))
+            .filter(|_| result.is_ok() && !crate::mutation::active(Mutation::VacuumCountsOwnRows))
         {
             if let Some(rowid) = crate::vacuum::plain_last_insert_rowid(&self.db, schema)? {
                 crate::ffi::set_last_insert_rowid(&self.db, rowid);
             }
         }
         let now_auto = self.db.is_autocommit();
-        if sharing && !now_auto && crate::mutation::active("publish_uncommitted") {
+        if sharing && !now_auto && crate::mutation::active(Mutation::PublishUncommitted) {
             self.publish_mutated();
         }
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
@@ -1059,7 +1060,7 @@ impl Connection {
             schema_undone = self.txn.schema_changed;
             // SQLite rolled back a whole transaction: the explicit one, or
             // the statement's own implicit one.
-            if crate::mutation::active("ignore_rollback") {
+            if crate::mutation::active(Mutation::IgnoreRollback) {
                 // The mutation: SQLite's undo goes unnoticed.
             } else if was_auto {
                 undo_or_rebuild(&mut shared, &self.db);
@@ -1075,7 +1076,7 @@ impl Connection {
                     if !flags.committed {
                         undo_or_rebuild(&mut shared, &self.db);
                     }
-                } else if !crate::mutation::active("ignore_failed_statement") {
+                } else if !crate::mutation::active(Mutation::IgnoreFailedStatement) {
                     // Inside a transaction that goes on: ABORT undid the
                     // statement's rows, FAIL kept the earlier ones, and no
                     // hook says which. Resync from the table itself.
@@ -1106,7 +1107,7 @@ impl Connection {
                     if let Some(snaps) = self.txn.rollback_to(name) {
                         if self.txn.stale {
                             planes::rebuild_all(&self.db, &mut shared, Rebuild::StaleSnapshot);
-                        } else if !crate::mutation::active("ignore_rollback_to") {
+                        } else if !crate::mutation::active(Mutation::IgnoreRollbackTo) {
                             shared.restore(&snaps);
                         }
                     }
@@ -1253,7 +1254,7 @@ impl Connection {
         // (`txn_guards::may_transfer`). The state row puts them back.
         if is_alter(sql)
             || (crate::txn_guards::may_transfer(sql)
-                && !crate::mutation::active("transfer_with_guards"))
+                && !crate::mutation::active(Mutation::TransferWithGuards))
         {
             let dropped = self
                 .user_counters
@@ -1368,9 +1369,9 @@ impl Connection {
     /// fail part-way without a halt. Asked once per text and transaction.
     fn guards_matter(&mut self, sql: &str) -> Result<bool> {
         if crate::txn_guards::may_transfer(sql) {
-            return Ok(!crate::mutation::active("transfer_with_guards"));
+            return Ok(!crate::mutation::active(Mutation::TransferWithGuards));
         }
-        if crate::mutation::active("guards_kept_in_txn") {
+        if crate::mutation::active(Mutation::GuardsKeptInTxn) {
             return Ok(false);
         }
         // A read-only statement (SQLite's own word; the statement is cached
@@ -1389,7 +1390,7 @@ impl Connection {
         if !unhalted.possible() {
             return Ok(false);
         }
-        if unhalted.vtabs() && !crate::mutation::active("guards_late_with_vtabs") {
+        if unhalted.vtabs() && !crate::mutation::active(Mutation::GuardsLateWithVtabs) {
             return Ok(true);
         }
         if let Some(m) = self.txn.guards_matter.get(sql) {
@@ -1705,7 +1706,7 @@ fn exec(
     // prepared again by its first step, and only then has its new columns.
     let mut out = Rows::default();
     // The mutation: the columns of the statement's first compile.
-    let stale: Option<Vec<String>> = crate::mutation::active("columns_before_step")
+    let stale: Option<Vec<String>> = crate::mutation::active(Mutation::ColumnsBeforeStep)
         .then(|| stmt.column_names().into_iter().map(str::to_owned).collect());
     let mut rows = stmt.query(params)?;
     while let Some(row) = rows.next()? {

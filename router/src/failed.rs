@@ -33,6 +33,8 @@
 //!   rows, then `RAISE(FAIL)` or a FAIL constraint on the first row), which
 //!   autocommit commits with `changes()` 0.
 
+use crate::mutation::Mutation;
+
 /// Whether plain SQLite, running the failed statement in autocommit, would
 /// have committed what it did before failing. `changes` is
 /// `sqlite3_changes()` right after the statement; `counted_row`: the hook
@@ -41,7 +43,7 @@
 /// `changes()` above 0, so 0 means `OE_Abort` (roll back, and the planes
 /// take back their log, instead of a rebuild).
 pub(crate) fn autocommit_commits(err: &rusqlite::Error, changes: u64, counted_row: bool) -> bool {
-    if crate::mutation::active("failed_kept_rolled_back") {
+    if crate::mutation::active(Mutation::FailedKeptRolledBack) {
         // The mutation: a failed statement's kept rows are undone.
         return false;
     }

@@ -2,6 +2,7 @@
 //! connection's [`Planes`], behind the mutex that the connection also takes
 //! to answer queries.
 
+use crate::mutation::Mutation;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
@@ -27,7 +28,9 @@ fn on_change(p: &mut Planes, ev: &Event<'_>) {
         if entry.def.table.as_bytes().eq_ignore_ascii_case(ev.table) {
             hit = true;
             dim_side |= matches!(entry.def.role, Role::LimbDim(_));
-            if crate::mutation::active("stale_limb") && matches!(entry.def.role, Role::LimbDim(_)) {
+            if crate::mutation::active(Mutation::StaleLimb)
+                && matches!(entry.def.role, Role::LimbDim(_))
+            {
                 continue;
             }
             feed(entry, i, ev, log.as_deref_mut());
@@ -38,7 +41,7 @@ fn on_change(p: &mut Planes, ev: &Event<'_>) {
         if matches!(ev.op, Op::Insert | Op::Update) && ev.depth() == 0 {
             p.flags.counted_row = true;
         }
-        if !(dim_side && crate::mutation::active("memo_not_invalidated")) {
+        if !(dim_side && crate::mutation::active(Mutation::MemoNotInvalidated)) {
             p.writes += 1;
         }
     }
@@ -57,7 +60,7 @@ fn feed(entry: &mut PlaneEntry, idx: usize, ev: &Event<'_>, mut log: Option<&mut
     let r = catch_unwind(AssertUnwindSafe(|| match ev.op {
         Op::Insert => apply(entry, idx, 1, new, log.as_deref_mut()),
         Op::Delete => {
-            if !crate::mutation::active("missed_delete") {
+            if !crate::mutation::active(Mutation::MissedDelete) {
                 apply(entry, idx, -1, old, log.as_deref_mut());
             }
         }

@@ -53,5 +53,10 @@ pub use rows::Rows;
 pub use rusqlite;
 pub use rusqlite::types::Value;
 
+/// The README, whose Rust example runs as a doctest of this crate.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
+
 /// Results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

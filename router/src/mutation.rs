@@ -1,20 +1,113 @@
-//! Deliberate bugs for the parity suite's mutation runs. Compiled only with
-//! the `mutations` feature; without it `active` is a constant `false`.
+//! Deliberate bugs for the parity suite's mutation runs.
+//!
+//! Each is a variant of [`Mutation`]; the code that a mutation breaks asks
+//! `mutation::active(Mutation::X)`. With the `mutations` feature that is one
+//! relaxed atomic load and a compare; without it (every build the README
+//! names: the workspace's default members leave out `parity`, which turns
+//! the feature on) `active` is a constant `false` and `set` does not exist.
+//! The parity suite switches them on by name, one at a time.
+
+/// Declares the enum and its names in one list, so that a name in the
+/// sweeps below and a variant in the code cannot drift apart.
+macro_rules! mutations {
+    ($($variant:ident = $name:literal,)*) => {
+        /// One deliberate bug of the router's (the plane's are in
+        /// `pleroma_plane::mutation`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(u8)]
+        pub enum Mutation {
+            $($variant,)*
+        }
+
+        impl Mutation {
+            /// Every mutation, in declaration order.
+            pub const ALL: &[Mutation] = &[$(Mutation::$variant,)*];
+
+            /// The name the parity suite uses for it.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Mutation::$variant => $name,)*
+                }
+            }
+
+            /// The mutation of that name, if it is the router's.
+            pub fn from_name(name: &str) -> Option<Mutation> {
+                Mutation::ALL.iter().copied().find(|m| m.name() == name)
+            }
+        }
+    };
+}
+
+mutations! {
+    MissedDelete = "missed_delete",
+    IgnoreRollbackTo = "ignore_rollback_to",
+    IgnoreFailedStatement = "ignore_failed_statement",
+    ExternalWriteMissed = "external_write_missed",
+    WrongAffinity = "wrong_affinity",
+    NullOrder = "null_order",
+    AvgAsIntegerDivision = "avg_as_integer_division",
+    IgnoreRollback = "ignore_rollback",
+    StrictAnyNumeric = "strict_any_numeric",
+    SchemaNotRestored = "schema_not_restored",
+    CollationIgnored = "collation_ignored",
+    CountersMoved = "counters_moved",
+    ResidueWrongGroups = "residue_wrong_groups",
+    ResidueNullDim = "residue_null_dim",
+    ResidueEmptyGroup = "residue_empty_group",
+    ResidueAliasBeforeColumn = "residue_alias_before_column",
+    HavingAliasBeforeColumn = "having_alias_before_column",
+    ResidueRaisingWhere = "residue_raising_where",
+    ResidueSumPerMeasure = "residue_sum_per_measure",
+    ResidueWindowFilter = "residue_window_filter",
+    ResidueDistinctOrder = "residue_distinct_order",
+    ResidueNaturalJoin = "residue_natural_join",
+    ResidueOuterBareColumn = "residue_outer_bare_column",
+    ResidueScalarFirstRow = "residue_scalar_first_row",
+    ColumnNamesCached = "column_names_cached",
+    EngineRouteServes = "engine_route_serves",
+    TrustStaleCheckpoint = "trust_stale_checkpoint",
+    SkipLogEntry = "skip_log_entry",
+    PersistRolledBack = "persist_rolled_back",
+    FailedKeptRolledBack = "failed_kept_rolled_back",
+    VacuumKeepsGuards = "vacuum_keeps_guards",
+    VacuumCountsOwnRows = "vacuum_counts_own_rows",
+    GuardsKeptInTxn = "guards_kept_in_txn",
+    GuardsLateWithVtabs = "guards_late_with_vtabs",
+    InnerReleaseRow = "inner_release_row",
+    ReleaseRowKept = "release_row_kept",
+    GuardIndexUnchecked = "guard_index_unchecked",
+    ColumnsBeforeStep = "columns_before_step",
+    TransferWithGuards = "transfer_with_guards",
+    GuardPassesAnyFile = "guard_passes_any_file",
+    FollowWithoutContinuity = "follow_without_continuity",
+    PlainWriteIgnored = "plain_write_ignored",
+    StaleLimb = "stale_limb",
+    MemoNotInvalidated = "memo_not_invalidated",
+    PublishBeforeCommit = "publish_before_commit",
+    PublishUncommitted = "publish_uncommitted",
+    ReadTxnMoves = "read_txn_moves",
+    PublishRollback = "publish_rollback",
+}
 
 #[cfg(feature = "mutations")]
 mod imp {
-    use std::sync::RwLock;
+    use super::Mutation;
+    use std::sync::atomic::{AtomicU8, Ordering};
 
-    static ACTIVE: RwLock<Option<String>> = RwLock::new(None);
+    /// The active mutation's discriminant plus one; 0 is none.
+    static ACTIVE: AtomicU8 = AtomicU8::new(0);
 
-    /// Switch on one mutation by name (`None`: none).
+    /// Switch on one mutation by name (`None`, or a name that is neither
+    /// the router's nor the plane's: none).
     pub fn set(name: Option<&str>) {
-        *ACTIVE.write().unwrap_or_else(|e| e.into_inner()) = name.map(str::to_owned);
+        let m = name.and_then(Mutation::from_name);
+        ACTIVE.store(m.map_or(0, |m| m as u8 + 1), Ordering::Relaxed);
         pleroma_plane::mutation::set(name);
     }
 
-    pub fn active(name: &str) -> bool {
-        ACTIVE.read().unwrap_or_else(|e| e.into_inner()).as_deref() == Some(name)
+    #[inline]
+    pub fn active(m: Mutation) -> bool {
+        ACTIVE.load(Ordering::Relaxed) == m as u8 + 1
     }
 }
 
@@ -23,7 +116,7 @@ pub use imp::{active, set};
 
 #[cfg(not(feature = "mutations"))]
 #[inline(always)]
-pub(crate) fn active(_name: &str) -> bool {
+pub(crate) fn active(_m: Mutation) -> bool {
     false
 }
 
@@ -83,9 +176,10 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     // A RELEASE inside a transaction that goes on writes a state row (and
     // so puts the guards back, and FTS writes out its rows early).
     "inner_release_row",
-    // Persisted planes' proofs (issue 19): a RELEASE-time state row kept
-    // after the transaction gave its change back (a reopen trusts it), and
-    // a stand-in guard's rows in the guard index not looked for (a follow
+    // Persisted planes' proofs (issue 19): a state row written before a
+    // COMMIT that a deferred foreign key failed, kept after the
+    // transaction gave its change back (a reopen trusts it), and a
+    // stand-in guard's rows in the guard index not looked for (a follow
     // trusts the log).
     "release_row_kept",
     "guard_index_unchecked",
@@ -131,4 +225,32 @@ pub fn all() -> Vec<&'static str> {
         .chain(pleroma_plane::mutation::PLANE_MUTATIONS)
         .copied()
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every variant is in exactly one of the sweep's lists, and every
+    /// listed name is a variant (the plane's are the plane's).
+    #[test]
+    fn every_mutation_is_swept_once() {
+        let lists = [
+            ROUTER_MUTATIONS,
+            PERSIST_MUTATIONS,
+            JOIN_MUTATIONS,
+            SHARED_MUTATIONS,
+        ];
+        for m in Mutation::ALL {
+            let n = lists
+                .iter()
+                .flat_map(|l| l.iter())
+                .filter(|x| **x == m.name())
+                .count();
+            assert_eq!(n, 1, "{}", m.name());
+        }
+        for name in lists.iter().flat_map(|l| l.iter()) {
+            assert!(Mutation::from_name(name).is_some(), "{name}");
+        }
+    }
 }

@@ -19,6 +19,7 @@
 //! the guard lets through) seen by a one-row probe. Otherwise the planes
 //! are rebuilt from the tables, and `pleroma_planes` says why.
 
+use crate::mutation::Mutation;
 use std::hash::Hasher;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
@@ -103,7 +104,7 @@ pub(crate) fn register_guard(db: &rusqlite::Connection, g: Arc<Guard>) -> rusqli
             let known = g.id.load(Ordering::Relaxed);
             let this_file = known != 0 && id == Some(known);
             if g.allow.load(Ordering::Relaxed)
-                && (this_file || crate::mutation::active("guard_passes_any_file"))
+                && (this_file || crate::mutation::active(Mutation::GuardPassesAnyFile))
             {
                 return Ok(g.secret.load(Ordering::Relaxed));
             }
@@ -618,7 +619,7 @@ fn guards_ok(db: &rusqlite::Connection, planes: &Planes, guard: &Guard) -> Resul
         if stored.as_deref() != Some(sql.as_str()) && stored.as_deref() != Some(want.as_str()) {
             return Err(Rebuild::GuardMissing.into());
         }
-        if !crate::mutation::active("guard_index_unchecked") && !guard_empty(db, &name)? {
+        if !crate::mutation::active(Mutation::GuardIndexUnchecked) && !guard_empty(db, &name)? {
             return Err(Rebuild::GuardBypassed.into());
         }
     }
@@ -807,7 +808,7 @@ pub(crate) fn open(
     apply_body(&mut entries, &first.body, true)?;
     let mut last = first;
     let mut chain = row_chain(first);
-    let stale = crate::mutation::active("trust_stale_checkpoint");
+    let stale = crate::mutation::active(Mutation::TrustStaleCheckpoint);
     for r in &rows[1..] {
         if stale {
             break;
@@ -849,7 +850,7 @@ fn verify(
     recorded_hash: i64,
     guard: &Guard,
 ) -> Result<(), Untrusted> {
-    if crate::mutation::active("plain_write_ignored") {
+    if crate::mutation::active(Mutation::PlainWriteIgnored) {
         return Ok(());
     }
     // The same version: no DDL since. Another version with the same
@@ -896,7 +897,7 @@ pub(crate) fn follow(
     // there, exactly (a restored backup, an emptied or rewritten log, a
     // reused seq all change it), and each row after it must name it as its
     // predecessor. Otherwise open again from the file's own state.
-    if !crate::mutation::active("follow_without_continuity")
+    if !crate::mutation::active(Mutation::FollowWithoutContinuity)
         && read_row(db, seq)?.map(|r| row_chain(&r)) != Some(p.chain)
     {
         return Ok(Followed::Reload);
@@ -919,13 +920,13 @@ pub(crate) fn follow(
         .collect();
     let mut last = (seq, p.schema_version, p.schema_hash);
     let mut chain = p.chain;
-    let skip = crate::mutation::active("skip_log_entry");
+    let skip = crate::mutation::active(Mutation::SkipLogEntry);
     for (i, r) in rows.iter().enumerate() {
         if r.seq != last.0 + 1 {
             return Err(Rebuild::PersistGap.into());
         }
         if body_prev(&r.body) != Some(chain)
-            && !crate::mutation::active("follow_without_continuity")
+            && !crate::mutation::active(Mutation::FollowWithoutContinuity)
         {
             return Ok(Followed::Reload);
         }
@@ -1018,7 +1019,8 @@ fn persist_allowed(
             items.push((entry_key(&v.def), img.encode()));
         }
         if items.is_empty() && sv == p.schema_version {
-            if let Some(e) = earlier.filter(|_| !crate::mutation::active("release_row_kept")) {
+            if let Some(e) = earlier.filter(|_| !crate::mutation::active(Mutation::ReleaseRowKept))
+            {
                 db.prepare_cached(&format!("DELETE FROM main.{STATE} WHERE seq = ?1"))?
                     .execute([e.seq])?;
             }

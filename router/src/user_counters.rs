@@ -15,6 +15,7 @@
 //!   changes rows (so `total_changes` moves) or sets `changes` to 0, so
 //!   "both still as the bookkeeping left them" identifies that state.
 
+use crate::mutation::Mutation;
 use std::cell::Cell;
 use std::sync::{Arc, Mutex};
 
@@ -211,7 +212,7 @@ impl UserCounters {
         }
         let after = (db.changes() as i64, db.total_changes() as i64);
         crate::ffi::set_last_insert_rowid(db, rowid);
-        if crate::mutation::active("counters_moved") {
+        if crate::mutation::active(Mutation::CountersMoved) {
             return r;
         }
         let mut a = self.0.lock().unwrap_or_else(|e| e.into_inner());

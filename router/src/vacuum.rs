@@ -25,6 +25,8 @@
 //!   in the new `sqlite_schema`. Pleroma's tables and guards add rows there;
 //!   the rowid plain SQLite reports is that count without them.
 
+use crate::mutation::Mutation;
+
 /// Pleroma's own tables: their rows in `sqlite_schema` (and their
 /// automatic indexes) are not the user's.
 const OWN_TABLES: &str =
@@ -39,7 +41,7 @@ pub(crate) fn drop_renumbering_guards(
     db: &rusqlite::Connection,
     schema: &str,
 ) -> rusqlite::Result<bool> {
-    if crate::mutation::active("vacuum_keeps_guards") {
+    if crate::mutation::active(Mutation::VacuumKeepsGuards) {
         // The mutation: the guards stay, and VACUUM keeps the rowids.
         return Ok(false);
     }

@@ -21,7 +21,6 @@ macro_rules! log {
     }};
 }
 
-pub mod bench;
 mod handler;
 mod pg_catalog;
 mod session;

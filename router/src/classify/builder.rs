@@ -6,6 +6,7 @@
 //! column is a dimension or a measure of the plane, a comparison compares
 //! under the column's affinity); anything else comes back as a reason.
 
+use crate::mutation::Mutation;
 use rusqlite::types::Value;
 use sqlparser::ast::{
     BinaryOperator, DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
@@ -479,7 +480,7 @@ impl Builder {
         if let Expr::Identifier(i) = e {
             // A table column first (any column, and rowid), then an output
             // alias: SQLite's order (resolve.c).
-            let column = if crate::mutation::active("having_alias_before_column") {
+            let column = if crate::mutation::active(Mutation::HavingAliasBeforeColumn) {
                 self.column(e).is_some_and(|c| c.is_ok())
             } else {
                 names_a_column(&self.columns, &i.value)

@@ -7,6 +7,7 @@
 //! measure, or of a constant chosen per row by dimensions alone); every
 //! other byte of the statement stays the user's.
 
+use crate::mutation::Mutation;
 use std::ops::Range;
 
 use sqlparser::ast::{
@@ -150,7 +151,7 @@ impl Walker<'_> {
                 // Which row's value orders a merged DISTINCT row is the
                 // first SQLite meets in its scan: over the core, another.
                 let output = c.items.iter().any(|i| i.to_string() == t.to_string());
-                if !output && !crate::mutation::active("residue_distinct_order") {
+                if !output && !crate::mutation::active(Mutation::ResidueDistinctOrder) {
                     return Err("DISTINCT with an ORDER BY term that is not an output".into());
                 }
             }
@@ -200,7 +201,7 @@ impl Walker<'_> {
     /// column matches. The core carries dimensions only, so over it the
     /// rewritten text would find the alias instead.
     pub(super) fn column_first(&self, c: &Core, e: &Expr, name: &str) -> bool {
-        if crate::mutation::active("residue_alias_before_column") {
+        if crate::mutation::active(Mutation::ResidueAliasBeforeColumn) {
             return self.dim(c, e).is_some();
         }
         crate::classify::names_a_column(&self.shared.entry(c.entry).cols.columns, name)

@@ -7,6 +7,7 @@
 //! or DISTINCT output among the keys), proves one row at most, or leaves a
 //! cut to be checked for ties when the statement runs.
 
+use crate::mutation::Mutation;
 use sqlparser::ast::{
     Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, InTarget, LimitClause,
     OrderByKind, Query, Select, SelectItem, SetExpr, Value as SqlValue, WindowType,
@@ -118,7 +119,7 @@ impl Walker<'_> {
 /// MIN/MAX, of ties the first met), and a DISTINCT query may ORDER BY its
 /// outputs only.
 pub(super) fn outer_order_free(sel: &Select, order: &[&Expr]) -> R<()> {
-    if crate::mutation::active("residue_outer_bare_column") {
+    if crate::mutation::active(Mutation::ResidueOuterBareColumn) {
         return Ok(());
     }
     let items: Vec<&Expr> = sel
@@ -197,7 +198,7 @@ pub(super) fn outer_order_free(sel: &Select, order: &[&Expr]) -> R<()> {
 /// Anything else that reads the core (a row list, a compound SELECT)
 /// declines: the order of its rows is nothing the residue proves.
 pub(super) fn first_row_fixed(q: &Query) -> R<()> {
-    if crate::mutation::active("residue_scalar_first_row") {
+    if crate::mutation::active(Mutation::ResidueScalarFirstRow) {
         return Ok(());
     }
     let SetExpr::Select(sel) = q.body.as_ref() else {

@@ -30,6 +30,7 @@ mod cut;
 mod span;
 mod walk;
 
+use crate::mutation::Mutation;
 use sqlparser::ast::Statement;
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
@@ -115,7 +116,7 @@ pub(crate) fn plan(
     let Some(t) = w.table else {
         return Err(Decline::NoCore);
     };
-    if w.raises && w.limited && !crate::mutation::active("residue_raising_where") {
+    if w.raises && w.limited && !crate::mutation::active(Mutation::ResidueRaisingWhere) {
         // Under LIMIT SQLite may stop before it evaluates some group (an
         // index gives the order), where the core's sort evaluates them all.
         return Err("a function that can raise an error, under LIMIT".into());

@@ -6,6 +6,7 @@
 //! group terms), every other block must be blind to the order of the rows
 //! it reads, and anything it does not recognise declines with a reason.
 
+use crate::mutation::Mutation;
 use std::collections::BTreeSet;
 use std::ops::Range;
 
@@ -316,7 +317,7 @@ impl<'a> Walker<'a> {
                             // Matched by names, which the rewrite changes
                             // (an aggregate column is named by its text).
                             JoinConstraint::Natural | JoinConstraint::Using(_)
-                                if !crate::mutation::active("residue_natural_join") =>
+                                if !crate::mutation::active(Mutation::ResidueNaturalJoin) =>
                             {
                                 return Err("NATURAL JOIN or USING in an outer query".into())
                             }
@@ -413,7 +414,7 @@ impl<'a> Walker<'a> {
                     // the core, and evaluated there per row.
                     let name = fn_name(f).unwrap_or_default();
                     if RAISING.contains(&name.as_str())
-                        && !crate::mutation::active("residue_raising_where")
+                        && !crate::mutation::active(Mutation::ResidueRaisingWhere)
                     {
                         err = Some(format!(
                             "{name}() in an outer query (it can raise an error)"
@@ -453,7 +454,7 @@ impl<'a> Walker<'a> {
                         err = Some(r);
                     }
                     if let Some(what) = raising_form(other) {
-                        if !crate::mutation::active("residue_raising_where") {
+                        if !crate::mutation::active(Mutation::ResidueRaisingWhere) {
                             err = Some(format!("{what} in an outer query (it can raise an error)"));
                         }
                     }
@@ -544,7 +545,7 @@ impl<'a> Walker<'a> {
                     // A window's FILTER is evaluated per group, like its
                     // arguments (and its aggregates are the core's merges).
                     if let Some(p) = &f.filter {
-                        if !crate::mutation::active("residue_window_filter") {
+                        if !crate::mutation::active(Mutation::ResidueWindowFilter) {
                             self.group_expr(c, p)?;
                         }
                     }
@@ -595,7 +596,9 @@ impl<'a> Walker<'a> {
             other => {
                 expr_form_allowed(other)?;
                 if let Some(what) = raising_form(other) {
-                    if level == Level::Row && !crate::mutation::active("residue_raising_where") {
+                    if level == Level::Row
+                        && !crate::mutation::active(Mutation::ResidueRaisingWhere)
+                    {
                         return Err(format!("{what} per row (it can raise an error)"));
                     }
                     self.raises = true;
@@ -623,7 +626,7 @@ impl<'a> Walker<'a> {
             self.raises = true;
             return Ok(());
         }
-        if crate::mutation::active("residue_raising_where") {
+        if crate::mutation::active(Mutation::ResidueRaisingWhere) {
             return Ok(());
         }
         let first = match &f.args {

@@ -6,6 +6,7 @@
 //! negative values apart, so it can prove when no order overflows), TOTAL and
 //! AVG as SQLite computes them, NULL ordering, and the result column names.
 
+use crate::mutation::Mutation;
 use std::cmp::Ordering;
 
 use pleroma_plane::{AggValue, DimValue, Plane, PlaneError, Pred, SliceQuery, Truth};
@@ -164,7 +165,7 @@ pub(crate) fn answer(
         }
         return Err(integer_overflow());
     }
-    let null_order = crate::mutation::active("null_order");
+    let null_order = crate::mutation::active(Mutation::NullOrder);
     out.sort_by(|a, b| {
         for (t, (x, y)) in plan.order_by.iter().zip(a.1.iter().zip(&b.1)) {
             let o = match (x, y) {
@@ -290,7 +291,7 @@ fn agg_value(a: AggFn, v: &AggValue) -> std::result::Result<Value, AggErr> {
                 return Err(AggErr::Unsure(Decline::PastI64OrderDependent {
                     agg: "AVG",
                 }));
-            } else if crate::mutation::active("avg_as_integer_division") {
+            } else if crate::mutation::active(Mutation::AvgAsIntegerDivision) {
                 Value::Real((total as i64 / nn) as f64)
             } else {
                 // SQLite: (double)iSum / (double)cnt.

@@ -8,6 +8,7 @@
 //! any group could leave i64, as in `answer_from_cells`; otherwise SQLite
 //! answers, and raises its own error if it overflows.
 
+use crate::mutation::Mutation;
 use std::fmt::Write;
 
 use pleroma_plane::{Agg, AggValue, DimValue, PlaneError, Pred, SliceQuery, Truth};
@@ -103,7 +104,7 @@ pub(crate) fn core_json(
     let fits = |pos: i128, neg: i128| pos <= i64::MAX as i128 && neg >= i64::MIN as i128;
     for s in &plan.sums {
         let one = if s.ones { ones } else { 0 };
-        let ok = if crate::mutation::active("residue_sum_per_measure") {
+        let ok = if crate::mutation::active(Mutation::ResidueSumPerMeasure) {
             // The mutation: each measure bounded alone.
             s.measures.iter().all(|&m| {
                 let (p, n) = bounds(m);
@@ -133,7 +134,7 @@ pub(crate) fn core_json(
         .iter()
         .filter(|g| {
             !matches!(g.values.first(), Some(AggValue::Count(0)))
-                || crate::mutation::active("residue_empty_group")
+                || crate::mutation::active(Mutation::ResidueEmptyGroup)
         })
         .collect();
     // `abs()` of a dimension per row raises on -2^63: served only when no
@@ -142,14 +143,14 @@ pub(crate) fn core_json(
         for (&code, &d) in g.key.iter().zip(&plan.dims) {
             if plan.abs_dims.contains(&d)
                 && matches!(plane.dict(d).value(code), DimValue::Int(i64::MIN))
-                && !crate::mutation::active("residue_raising_where")
+                && !crate::mutation::active(Mutation::ResidueRaisingWhere)
             {
                 let dim = entry.def.dims[d].clone();
                 return Ok(Err((Decline::AbsOfMinInteger { dim }, Some(route))));
             }
         }
     }
-    if crate::mutation::active("residue_wrong_groups") && groups.len() > 1 {
+    if crate::mutation::active(Mutation::ResidueWrongGroups) && groups.len() > 1 {
         groups.pop();
     }
     for (gi, g) in groups.iter().enumerate() {
@@ -161,7 +162,7 @@ pub(crate) fn core_json(
             match plane.dict(d).value(code) {
                 // The mutation: NULL bound as the column's zero value, so a
                 // predicate or function of the dimension sees it wrongly.
-                DimValue::Null if crate::mutation::active("residue_null_dim") => {
+                DimValue::Null if crate::mutation::active(Mutation::ResidueNullDim) => {
                     json.push_str(if *aff == Affinity::Text { "\"\"" } else { "0" })
                 }
                 DimValue::Null => json.push_str("null"),

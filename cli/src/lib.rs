@@ -1,4 +1,6 @@
-#![doc = include_str!("../../../README.md")]
+//! The `pleroma` program: `demo`, `shell`, `sql`, `import`, `bench` and
+//! `serve`, over the `pleroma` crate (the README's example runs as a doctest
+//! of that crate).
 
 mod demo;
 mod dump;
@@ -195,12 +197,25 @@ struct BenchServe {
 
 fn bench_serve(args: &[String]) -> anyhow::Result<ExitCode> {
     let a = BenchServe::try_parse_from(args)?;
-    pleroma_server::bench::run(&pleroma_server::bench::BenchOptions {
-        rows: a.rows,
-        clients: a.clients,
-        seconds: a.seconds,
-        calls: a.calls,
-    })
+    let start = |path: &std::path::Path| -> Result<(u16, Box<dyn std::any::Any>), String> {
+        let server = pleroma_server::start(&pleroma_server::Config {
+            database: path.to_owned(),
+            listen: "127.0.0.1:0".parse().unwrap(),
+            tls: None,
+            users: None,
+        })
+        .map_err(|e| e.to_string())?;
+        Ok((server.addr().port(), Box::new(server)))
+    };
+    pleroma_benches::serve::run(
+        &pleroma_benches::serve::BenchOptions {
+            rows: a.rows,
+            clients: a.clients,
+            seconds: a.seconds,
+            calls: a.calls,
+        },
+        &start,
+    )
     .map_err(anyhow::Error::msg)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -127,29 +127,28 @@ struct Samples {
     write: Vec<f64>,
 }
 
+/// Starts `pleroma serve` on a file, on a free loopback port; returns the
+/// port and what keeps the server running until it is dropped. (The
+/// program passes it: this crate does not depend on the server.)
+pub type StartServer<'a> =
+    &'a dyn Fn(&std::path::Path) -> Result<(u16, Box<dyn std::any::Any>), String>;
+
 /// Runs the benchmark and prints its tables; an error or a wrong answer
 /// is an `Err`.
-pub fn run(o: &BenchOptions) -> Result<(), String> {
+pub fn run(o: &BenchOptions, start: StartServer) -> Result<(), String> {
     let dir = std::env::temp_dir().join(format!("pleroma-bench-serve-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let path = dir.join("ledger.db");
-    let result = run_in(o, &path);
+    let result = run_in(o, &path, start);
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
-fn run_in(o: &BenchOptions, path: &std::path::Path) -> Result<(), String> {
+fn run_in(o: &BenchOptions, path: &std::path::Path, start: StartServer) -> Result<(), String> {
     build(path, o.rows)?;
     let oracle = Arc::new(sqlite_answers(path)?);
-    let server = crate::start(&crate::Config {
-        database: path.to_owned(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        tls: None,
-        users: None,
-    })
-    .map_err(|e| e.to_string())?;
-    let port = server.addr().port();
+    let (port, _server) = start(path)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
