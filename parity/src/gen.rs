@@ -1219,10 +1219,12 @@ impl Gen<'_> {
         // (0: no transaction, 1: opened by BEGIN, 2: by SAVEPOINT)
         let (mut open, mut depth) = (0, 0);
         if self.rng.chance(0.5) {
-            // A planed write in a transaction, then FTS rows in a
-            // savepoint released while the transaction goes on.
+            // FTS rows, then a planed write in the transaction, then FTS
+            // rows in a savepoint released while the transaction goes on.
             let w1 = self.write();
             self.exec("BEGIN".into());
+            self.exec(format!("INSERT INTO {w}_4(body) VALUES ('beta')"));
+            self.exec(format!("INSERT INTO {w}_5(body) VALUES ('beta')"));
             self.exec(w1);
             self.exec("SAVEPOINT f0".into());
             self.exec(format!("INSERT INTO {w}_4(body) VALUES ('alpha gamma')"));
