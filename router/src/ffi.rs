@@ -141,7 +141,13 @@ unsafe impl Send for PreUpdateHook {}
 
 impl PreUpdateHook {
     /// Register `f` as `db`'s pre-update hook (replacing any other).
-    pub fn install(
+    ///
+    /// # Safety
+    ///
+    /// The returned guard keeps `db`'s raw handle and uses it when dropped:
+    /// it must be dropped while `db` is still open. (`Connection`'s `Drop`
+    /// drops it first, explicitly, whatever the order of its fields.)
+    pub unsafe fn install(
         db: &rusqlite::Connection,
         f: impl FnMut(&Event<'_>) + Send + 'static,
     ) -> Result<PreUpdateHook, String> {
@@ -150,8 +156,8 @@ impl PreUpdateHook {
         }
         let boxed: *mut Callback = Box::into_raw(Box::new(Box::new(f)));
         // SAFETY: the handle is only used to register the hook on this
-        // connection, which outlives the returned guard (the router drops
-        // the guard before the connection).
+        // connection, which outlives the returned guard (the caller's
+        // contract).
         let handle = unsafe { db.handle() };
         // SAFETY: `boxed` stays valid until `Drop` unregisters the hook and
         // frees it; `trampoline` matches the callback's C signature.

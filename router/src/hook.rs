@@ -149,29 +149,36 @@ fn apply<'a>(
     }
 }
 
-/// Register the hooks on `db`, feeding `shared`. The returned guard owns
-/// the pre-update hook and must drop before `db` closes.
-pub(crate) fn install(
+/// Register the hooks on `db`, feeding `shared`.
+///
+/// Each hook takes the planes' lock (`planes::lock`, whose rule is: nothing
+/// writes through SQLite while holding it, or the hook waits on itself).
+///
+/// # Safety
+///
+/// The returned guard owns the pre-update hook: it must be dropped while
+/// `db` is still open ([`PreUpdateHook::install`]).
+pub(crate) unsafe fn install(
     db: &mut rusqlite::Connection,
     shared: &Arc<Mutex<Planes>>,
 ) -> crate::Result<PreUpdateHook> {
     let s = shared.clone();
-    let pre = PreUpdateHook::install(db, move |ev| {
-        let mut g = s.lock().unwrap_or_else(|e| e.into_inner());
-        on_change(&mut g, ev);
-    })
+    // SAFETY: the caller drops the guard while `db` is open (this
+    // function's contract).
+    let pre = unsafe {
+        PreUpdateHook::install(db, move |ev| {
+            on_change(&mut crate::planes::lock(&s), ev);
+        })
+    }
     .map_err(crate::Error::Setup)?;
     let s = shared.clone();
     db.commit_hook(Some(move || {
-        s.lock().unwrap_or_else(|e| e.into_inner()).flags.committed = true;
+        crate::planes::lock(&s).flags.committed = true;
         false
     }))?;
     let s = shared.clone();
     db.rollback_hook(Some(move || {
-        s.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .flags
-            .rolled_back = true;
+        crate::planes::lock(&s).flags.rolled_back = true;
     }))?;
     Ok(pre)
 }

@@ -8,9 +8,26 @@ use pleroma_plane::{JointKey, MeasureValue};
 use rusqlite::types::Value;
 use smallvec::SmallVec;
 
+use std::sync::{Mutex, MutexGuard};
+
 use crate::catalog::{self, EntrySnapshot, PlaneDef, PlaneEntry, Rebuild, Role};
 use crate::database::PublishedEntry;
 use crate::rows::Rows;
+
+/// Take a connection's planes.
+///
+/// The lock rule: the hooks (`hook.rs`) take this lock on every row event,
+/// commit and rollback, and it is not reentrant, so **nothing may write
+/// through SQLite while holding it** (not a state row, not a catalog row, not
+/// a rebuild that writes): take what is needed (`persist::views`), drop the
+/// guard, then write. Reads through SQLite (a rebuild's scan) are fine.
+///
+/// A panic while it is held can only come from the hook, which catches it
+/// and faults the plane: the state is still consistent, so a poisoned lock
+/// is taken as it is.
+pub(crate) fn lock(shared: &Mutex<Planes>) -> MutexGuard<'_, Planes> {
+    shared.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Flags the hooks raise during one statement.
 #[derive(Clone, Copy, Debug, Default)]

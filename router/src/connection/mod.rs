@@ -1,0 +1,440 @@
+//! The user-facing connection: every statement passes through here.
+
+use crate::mutation::Mutation;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use ahash::AHashMap;
+use hashlink::LruCache;
+use rusqlite::types::Value;
+
+use crate::catalog::{self, Rebuild};
+use crate::classify::{self, Classified};
+use crate::database::{self, Database, Found, Member, Published};
+use crate::decline::Decline;
+use crate::ffi::WalSnapshot;
+use crate::hook;
+use crate::persist::{self, Followed, Persisted, Untrusted};
+use crate::planes::{self, Planes};
+use crate::pragma::{self, Pragma};
+use crate::route::{Counters, Route, RouteKind, RouteMode};
+use crate::rows::Rows;
+use crate::rules::answer_from_cells::{self, Outcome};
+use crate::rules::answer_from_limb;
+use crate::rules::answer_with_residue;
+use crate::split::split_statements;
+use crate::tokenize;
+use crate::txn::{self, StmtKind, TxnState};
+use crate::user_counters::UserCounters;
+use crate::{Error, Result};
+
+mod pragmas;
+mod read;
+mod sync;
+mod wrap;
+mod write;
+
+/// How a statement that the planes did not answer runs on SQLite.
+enum Attempt {
+    Served(Rows),
+    /// A read-only SELECT: it cannot change any table.
+    ReadOnly,
+    /// Anything else: keep the planes exact through what it does.
+    Other,
+}
+
+/// A SQLite connection with planes attached.
+pub struct Connection {
+    db: rusqlite::Connection,
+    /// The pre-update hook; `Drop` drops it before `db` closes (its
+    /// guard uses `db`'s handle: `ffi::PreUpdateHook::install`).
+    pre_hook: Option<crate::ffi::PreUpdateHook>,
+    pub(crate) shared: Arc<Mutex<Planes>>,
+    cache: AHashMap<String, Arc<Classified>>,
+    txn: TxnState,
+    mode: RouteMode,
+    last_route: Route,
+    counters: Counters,
+    /// `PRAGMA data_version` when the planes were last known current.
+    data_version: i64,
+    /// Exact answers of served statements, by SQL text and parameters.
+    memo: LruCache<String, Memo>,
+    /// Keeps the catalog writes out of the user's `changes()` and friends.
+    user_counters: UserCounters,
+    /// Moves whenever cached classifications are dropped.
+    plans_epoch: u64,
+    /// The planes this process shares for the file (private in memory).
+    database: Arc<Database>,
+    _member: Member,
+    /// Where the working copy stands in the persisted state.
+    persisted: Persisted,
+    /// What the guard function lets through on this connection.
+    guard: Arc<persist::Guard>,
+    /// See [`Connection::changes`].
+    last_changes: u64,
+}
+
+/// Longest a read waits for another connection's publish of a commit it
+/// already sees, before SQLite answers it instead.
+const PUBLISH_WAIT: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// How many answers the memo keeps.
+const MEMO_CAPACITY: usize = 256;
+
+/// A served answer, valid while the planes' write counter stays `writes`.
+struct Memo {
+    writes: u64,
+    rows: Rows,
+}
+
+impl Connection {
+    /// Open (or create) a database file; planes recorded in its catalog are
+    /// re-attached and rebuilt.
+    pub fn open(path: impl AsRef<Path>) -> Result<Connection> {
+        Connection::wrap(rusqlite::Connection::open(path)?)
+    }
+
+    /// A new in-memory database.
+    pub fn open_in_memory() -> Result<Connection> {
+        Connection::wrap(rusqlite::Connection::open_in_memory()?)
+    }
+
+    /// Wrap an open rusqlite connection (it must not have hooks of its own:
+    /// Pleroma takes the pre-update, commit and rollback hooks).
+    pub fn wrap(mut db: rusqlite::Connection) -> Result<Connection> {
+        crate::sum_exact::register(&db)?;
+        let guard = Arc::new(persist::Guard::default());
+        persist::register_guard(&db, guard.clone())?;
+        let user_counters = UserCounters::register(&db)?;
+        let shared = Arc::new(Mutex::new(Planes::default()));
+        // SAFETY: `Drop for Connection` drops `pre_hook` before `db`
+        // closes (explicitly, not by the order of the fields).
+        let pre_hook = Some(unsafe { hook::install(&mut db, &shared)? });
+        let database = Database::for_connection(&db);
+        let persist_on = persist::setting_on(&db)?;
+        let member = database.join();
+        let mut conn = Connection {
+            db,
+            pre_hook,
+            shared,
+            cache: AHashMap::new(),
+            txn: TxnState::default(),
+            mode: RouteMode::Auto,
+            last_route: Route::engine("no statement yet"),
+            counters: Counters::default(),
+            data_version: 0,
+            memo: LruCache::new(MEMO_CAPACITY),
+            user_counters,
+            plans_epoch: 0,
+            persisted: Persisted::new(persist_on, guard.clone()),
+            guard,
+            last_changes: 0,
+            database,
+            _member: member,
+        };
+        let _allow = conn.allow_guard();
+        conn.data_version = conn.read_data_version()?;
+        // Another connection of this process may have published exactly the
+        // state this one sees: take it instead of building.
+        if let Some((v, id)) = conn.view()? {
+            if let Found::Published(p) = conn.database.find(&id) {
+                conn.data_version = v;
+                conn.adopt(&p);
+                return Ok(conn);
+            }
+        }
+        conn.open_planes()?;
+        conn.publish()?;
+        Ok(conn)
+    }
+
+    /// The underlying rusqlite connection, for anything Pleroma does not wrap.
+    /// Reads are fine. A write through it to a table whose plane is
+    /// persisted (the default for a file) is refused by the plane's guard,
+    /// since it would commit without the planes' state row; with `PRAGMA
+    /// pleroma_persist = off` such writes still reach the planes (the hook
+    /// sees them). Transaction control through it bypasses Pleroma's
+    /// bookkeeping: use [`Connection::execute`] for
+    /// BEGIN/COMMIT/ROLLBACK/SAVEPOINT.
+    pub fn sqlite(&self) -> &rusqlite::Connection {
+        &self.db
+    }
+
+    /// The route the last statement took.
+    pub fn last_route(&self) -> &Route {
+        &self.last_route
+    }
+
+    /// Drop the memo's answers, so the next statement takes its rule again
+    /// (the benchmarks measure the rules' own cost this way).
+    pub fn clear_memo(&mut self) {
+        self.memo.clear();
+    }
+
+    /// Rows changed by the most recent INSERT, UPDATE or DELETE the user
+    /// ran, as SQLite's `sqlite3_changes()` would count them without
+    /// Pleroma (whose own state-row writes `Connection::sqlite().changes()`
+    /// does see). The SQL function `changes()` gives the same.
+    pub fn changes(&self) -> u64 {
+        self.last_changes
+    }
+
+    /// Rows changed by the user's statements since the connection opened,
+    /// as SQLite's `sqlite3_total_changes()` would count them without
+    /// Pleroma's own state and catalog rows. The SQL function
+    /// `total_changes()` gives the same.
+    pub fn total_changes(&self) -> u64 {
+        self.user_counters.total_changes(&self.db)
+    }
+
+    /// Served and declined counts since the connection opened.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    pub fn route_mode(&self) -> RouteMode {
+        self.mode
+    }
+
+    pub fn set_route_mode(&mut self, mode: RouteMode) {
+        self.mode = mode;
+    }
+
+    /// Run one statement; returns the number of rows it changed.
+    pub fn execute(&mut self, sql: &str, params: &[Value]) -> Result<usize> {
+        let (_, changes) = self.run(sql, params, false)?;
+        Ok(changes)
+    }
+
+    /// Run every statement of `sql` in order, stopping at the first error.
+    pub fn execute_batch(&mut self, sql: &str) -> Result<()> {
+        for stmt in split_statements(sql) {
+            self.run(stmt, &[], false)?;
+        }
+        Ok(())
+    }
+
+    /// Run one statement and return its rows.
+    pub fn query(&mut self, sql: &str, params: &[Value]) -> Result<Rows> {
+        Ok(self.run(sql, params, true)?.0)
+    }
+
+    /// [`Connection::query`] as an Arrow `RecordBatch` (INTEGER → Int64,
+    /// REAL → Float64, TEXT → Utf8, BLOB → Binary; a column mixing storage
+    /// classes becomes Utf8 of SQLite's text rendering).
+    pub fn query_arrow(&mut self, sql: &str, params: &[Value]) -> Result<arrow_array::RecordBatch> {
+        let rows = self.query(sql, params)?;
+        Ok(crate::rules::to_arrow(&rows))
+    }
+
+    pub fn begin(&mut self) -> Result<()> {
+        self.execute("BEGIN", &[]).map(drop)
+    }
+
+    pub fn commit(&mut self) -> Result<()> {
+        self.execute("COMMIT", &[]).map(drop)
+    }
+
+    pub fn rollback(&mut self) -> Result<()> {
+        self.execute("ROLLBACK", &[]).map(drop)
+    }
+
+    pub fn savepoint(&mut self, name: &str) -> Result<()> {
+        self.execute(&format!("SAVEPOINT {}", quote_ident(name)), &[])
+            .map(drop)
+    }
+
+    pub fn release(&mut self, name: &str) -> Result<()> {
+        self.execute(&format!("RELEASE SAVEPOINT {}", quote_ident(name)), &[])
+            .map(drop)
+    }
+
+    pub fn rollback_to(&mut self, name: &str) -> Result<()> {
+        self.execute(&format!("ROLLBACK TO SAVEPOINT {}", quote_ident(name)), &[])
+            .map(drop)
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Planes> {
+        planes::lock(&self.shared)
+    }
+
+    fn read_data_version(&self) -> Result<i64> {
+        Ok(data_version(&self.db)?)
+    }
+
+    /// The one path every statement takes.
+    fn run(&mut self, sql: &str, params: &[Value], want_rows: bool) -> Result<(Rows, usize)> {
+        let auto = self.db.is_autocommit();
+        let allow = self.allow_guard();
+        let r = self.run_allowed(sql, params, want_rows);
+        drop(allow);
+        if names_columns(sql) && !crate::mutation::active(Mutation::ColumnNamesCached) {
+            // SQLite names a statement's columns when it prepares it: a
+            // cached statement or classification keeps the names of before.
+            self.db.flush_prepared_statement_cache();
+            self.forget_plans();
+        }
+        if r.is_err()
+            && self
+                .guard
+                .refused
+                .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            // Another connection may have turned persistence on, attached a
+            // plane or made new guards: follow the file. An autocommit
+            // statement (undone whole by SQLite) runs once more on the
+            // planes as they are now.
+            self.refresh_persist()?;
+            if auto && self.db.is_autocommit() {
+                self.reopen_planes()?;
+                let allow = self.allow_guard();
+                let r = self.run_allowed(sql, params, want_rows);
+                drop(allow);
+                self.guard
+                    .refused
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
+                return r;
+            }
+        }
+        r
+    }
+
+    /// While it lives, the guard function lets this connection's writes
+    /// through (when its planes are persisted).
+    fn allow_guard(&self) -> AllowGuard {
+        // With the file attached a second time, a write through that
+        // handle cannot share a transaction with the state row: refused.
+        // A connection without planes persists nothing: it passes no guard.
+        let allow = self.persisted.on && {
+            let planes = self.lock();
+            planes.main_aliases.is_empty()
+                && (planes.main_copies.is_empty()
+                    || crate::mutation::active(Mutation::GuardPassesAnyFile))
+                && (!planes.is_empty() || crate::mutation::active(Mutation::GuardPassesAnyFile))
+        };
+        self.guard
+            .allow
+            .store(allow, std::sync::atomic::Ordering::Relaxed);
+        AllowGuard(self.guard.clone())
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // rusqlite 0.43 frees the rollback-hook closure before SQLite calls it
+        // while closing with a transaction open: end the transaction and
+        // unregister the hooks first.
+        if !self.db.is_autocommit() {
+            let _ = self.db.execute_batch("ROLLBACK");
+        }
+        hook::uninstall(&mut self.db);
+        self.pre_hook = None;
+    }
+}
+
+/// Lets the guard function pass while it lives (see `Connection::run`).
+struct AllowGuard(Arc<persist::Guard>);
+
+impl Drop for AllowGuard {
+    fn drop(&mut self) {
+        self.0
+            .allow
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Run one statement on SQLite and collect its rows.
+fn exec(
+    db: &rusqlite::Connection,
+    sql: &str,
+    params: &[Value],
+    want_rows: bool,
+) -> rusqlite::Result<(Rows, usize)> {
+    let mut stmt = db.prepare_cached(sql)?;
+    let params = rusqlite::params_from_iter(params.iter());
+    if stmt.column_count() == 0 {
+        let changes = stmt.execute(params)?;
+        return Ok((Rows::default(), changes));
+    }
+    // The columns are read after the statement ran: a cached statement
+    // whose schema changed since (ALTER TABLE, a table made again) is
+    // prepared again by its first step, and only then has its new columns.
+    let mut out = Rows::default();
+    // The mutation: the columns of the statement's first compile.
+    let stale: Option<Vec<String>> = crate::mutation::active(Mutation::ColumnsBeforeStep)
+        .then(|| stmt.column_names().into_iter().map(str::to_owned).collect());
+    let mut rows = stmt.query(params)?;
+    while let Some(row) = rows.next()? {
+        if want_rows {
+            let n = stale.as_ref().map_or(row.as_ref().column_count(), Vec::len);
+            let mut r = Vec::with_capacity(n);
+            for i in 0..n {
+                r.push(row.get::<_, Value>(i)?);
+            }
+            out.rows.push(r);
+        }
+    }
+    drop(rows);
+    out.columns =
+        stale.unwrap_or_else(|| stmt.column_names().into_iter().map(str::to_owned).collect());
+    Ok((out, db.changes() as usize))
+}
+
+impl Connection {
+    /// After a statement SQLite ran: what `changes()` says now, read before
+    /// Pleroma writes anything of its own (a statement that changes no row,
+    /// such as a SELECT, leaves it as it was, as in SQLite).
+    fn note_changes(&mut self, sql: &str) {
+        let writes = self
+            .db
+            .prepare_cached(sql)
+            .is_ok_and(|stmt| !stmt.readonly());
+        // Only INSERT, UPDATE and DELETE (also under WITH) set SQLite's
+        // count, to 0 when they match nothing. Other writes (DDL, VACUUM, a
+        // PRAGMA) leave the user's count as it was: SQLite's raw value may
+        // be Pleroma's own last state row.
+        if writes && sets_changes(sql) {
+            self.last_changes = self.db.changes();
+            self.user_counters.user_set_changes();
+        }
+    }
+}
+
+/// Whether a statement that writes is one whose end sets `changes()`: an
+/// INSERT, REPLACE, UPDATE or DELETE, or a WITH that leads to one (a WITH
+/// before a SELECT does not write).
+fn sets_changes(sql: &str) -> bool {
+    tokenize::first(sql).is_some_and(|t| {
+        ["INSERT", "REPLACE", "UPDATE", "DELETE", "WITH"]
+            .iter()
+            .any(|kw| t.is(kw))
+    })
+}
+
+/// `PRAGMA [schema.]full_column_names` or `short_column_names`, which
+/// change the names SQLite gives result columns at prepare.
+fn names_columns(sql: &str) -> bool {
+    let t = sql.trim_start();
+    t.get(..6).is_some_and(|w| w.eq_ignore_ascii_case("PRAGMA")) && {
+        let lower = t.to_ascii_lowercase();
+        lower.contains("full_column_names") || lower.contains("short_column_names")
+    }
+}
+
+/// `ALTER TABLE …`: it may drop or rename a column a guard uses.
+fn is_pragma(sql: &str) -> bool {
+    tokenize::starts_with_keyword(sql, "PRAGMA")
+}
+
+fn is_alter(sql: &str) -> bool {
+    tokenize::starts_with_keyword(sql, "ALTER")
+}
+
+fn data_version(db: &rusqlite::Connection) -> rusqlite::Result<i64> {
+    db.prepare_cached("PRAGMA data_version")?
+        .query_row([], |r| r.get(0))
+}
+
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}

@@ -1,0 +1,280 @@
+//! Persistence around a write: an autocommit write on a file with
+//! persisted planes runs inside `BEGIN IMMEDIATE … COMMIT` with its state
+//! row (the wrap), an explicit transaction's state row goes in before its
+//! COMMIT (`persist_in_txn`), and inside transactions the guards leave
+//! before a statement they would change (`txn_guards.rs`).
+
+use super::*;
+
+impl Connection {
+    /// Whether an autocommit statement runs wrapped in a transaction that
+    /// also writes the planes' state row: a statement that may write, on a
+    /// database with persisted planes. Not VACUUM, ATTACH, DETACH or a
+    /// PRAGMA (SQLite refuses some of them in a transaction, and none
+    /// writes a planed table).
+    pub(super) fn wraps(&self, sql: &str, kind: &StmtKind) -> bool {
+        if !self.persisted.on || !matches!(kind, StmtKind::Other | StmtKind::Schema) {
+            return false;
+        }
+        if ["VACUUM", "ATTACH", "DETACH", "PRAGMA"]
+            .iter()
+            .any(|w| tokenize::starts_with_keyword(sql, w))
+        {
+            return false;
+        }
+        {
+            // With the file attached a second time, the guard refuses the
+            // write instead (see `allow_guard`).
+            let planes = self.lock();
+            if planes.is_empty() || !planes.main_aliases.is_empty() {
+                return false;
+            }
+        }
+        // A statement that does not prepare runs unwrapped and fails as it
+        // would anyway.
+        self.db
+            .prepare_cached(sql)
+            .is_ok_and(|stmt| !stmt.readonly())
+    }
+
+    /// An autocommit write on a database with persisted planes: `BEGIN
+    /// IMMEDIATE`, follow any commit made since the planes were current
+    /// (nobody can commit now), the statement, its state row, `COMMIT`. The
+    /// outcome is the autocommit statement's: a failure keeps what SQLite
+    /// keeps in autocommit (nothing after ABORT, the earlier rows after
+    /// FAIL) and commits that.
+    pub(super) fn run_wrapped(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        want_rows: bool,
+        kind: &StmtKind,
+    ) -> Result<(Rows, usize)> {
+        let _commit = self.database.commit_in_flight();
+        let begun = self
+            .db
+            .prepare_cached("BEGIN IMMEDIATE")
+            .and_then(|mut s| s.execute([]));
+        if let Err(e) = begun {
+            if e.sqlite_error_code() != Some(rusqlite::ErrorCode::ReadOnly) {
+                return Err(e.into());
+            }
+            // A read-only connection (`query_only`, a read-only file): the
+            // statement cannot write either, and fails as it does in plain
+            // SQLite (which also sets `changes()` to 0 then).
+            let r = exec(&self.db, sql, params, want_rows);
+            self.note_changes(sql);
+            return Ok(r?);
+        }
+        self.lock().take_flags();
+        let v = match self.read_data_version() {
+            Ok(v) => v,
+            Err(e) => return self.abandon_wrap(Err(e)),
+        };
+        if v != self.data_version {
+            let why = match self.follow_persisted() {
+                Ok(None) => None,
+                Ok(Some(why)) => Some(why),
+                Err(e) => return self.abandon_wrap(Err(e)),
+            };
+            if let Some(why) = why {
+                if let Err(e) = self.refresh_persist() {
+                    return self.abandon_wrap(Err(e));
+                }
+                let mut shared = planes::lock(&self.shared);
+                if let Err(e) = planes::reload_all(&self.db, &mut shared, why) {
+                    drop(shared);
+                    return self.abandon_wrap(Err(e.into()));
+                }
+                drop(shared);
+                self.persisted.forget();
+                self.forget_plans();
+            }
+            self.data_version = v;
+        }
+        // ALTER TABLE: SQLite refuses to drop or rename a column an index
+        // uses. A transfer: the guards would turn SQLite's optimization off
+        // (`txn_guards::may_transfer`). The state row puts them back.
+        if is_alter(sql)
+            || (crate::txn_guards::may_transfer(sql)
+                && !crate::mutation::active(Mutation::TransferWithGuards))
+        {
+            let dropped = self
+                .user_counters
+                .hidden(&self.db, || persist::drop_guards(&self.db));
+            if let Err(e) = dropped {
+                return self.abandon_wrap(Err(e.into()));
+            }
+        }
+        self.lock().begin_statement(true);
+        let total_before = self.db.total_changes() as i64;
+        let result = exec(&self.db, sql, params, want_rows);
+        let statement_rows = self.db.total_changes() as i64 - total_before;
+        self.note_changes(sql);
+        let mut shared = planes::lock(&self.shared);
+        let flags = shared.take_flags();
+        if self.db.is_autocommit() {
+            // SQLite ended the transaction itself (a ROLLBACK conflict, or
+            // RAISE(ROLLBACK)): as an autocommit statement, nothing stays.
+            if flags.rolled_back && !shared.undo_statement() {
+                planes::rebuild_all(&self.db, &mut shared, Rebuild::Undo);
+            }
+            drop(shared);
+            self.persisted.rolled_back();
+            return Ok(result?);
+        }
+        if let Err(e) = &result {
+            // Commit what plain SQLite would have committed in autocommit
+            // (see `failed.rs`), and nothing else; the planes follow what
+            // the table holds then, never the other way round.
+            if !crate::failed::autocommit_commits(e, self.db.changes(), flags.counted_row) {
+                drop(shared);
+                let _ = self.db.execute_batch("ROLLBACK");
+                let mut shared = planes::lock(&self.shared);
+                shared.take_flags();
+                if flags.events > 0 && !shared.undo_statement() {
+                    planes::rebuild_all(&self.db, &mut shared, Rebuild::Undo);
+                }
+                drop(shared);
+                self.persisted.rolled_back();
+                return Ok(result?);
+            }
+            if flags.events > 0 {
+                // Which of the applied events stayed no hook says: read the
+                // table, inside the transaction that commits it.
+                planes::rebuild_all(&self.db, &mut shared, Rebuild::FailedStatement);
+            }
+        }
+        let schema_changed = kind.is_schema_change() && result.is_ok();
+        if schema_changed {
+            planes::reverify_all(&self.db, &mut shared);
+        }
+        drop(shared);
+        if schema_changed {
+            self.forget_plans();
+        }
+        if let Err(e) = self.persist_in_txn() {
+            return self.abandon_wrap(Err(e));
+        }
+        let committed = self.user_counters.committing(&self.db, || {
+            self.db
+                .prepare_cached("COMMIT")
+                .and_then(|mut s| s.execute([]))
+        });
+        if let Err(e) = committed {
+            // A deferred foreign key: SQLite rolls the statement back in
+            // autocommit, and counts none of its rows.
+            let r = self.abandon_wrap(Err(e.into()));
+            self.user_counters
+                .statement_rolled_back(&self.db, statement_rows);
+            return r;
+        }
+        self.lock().take_flags();
+        self.persisted.committed();
+        self.publish()?;
+        Ok(result?)
+    }
+
+    /// A wrapped statement that cannot commit: roll its transaction back
+    /// and take back what the statement applied to the planes.
+    pub(super) fn abandon_wrap<T>(&mut self, err: Result<T>) -> Result<T> {
+        let _ = self.db.execute_batch("ROLLBACK");
+        let mut shared = planes::lock(&self.shared);
+        shared.take_flags();
+        if !shared.undo_statement() {
+            planes::rebuild_all(&self.db, &mut shared, Rebuild::Undo);
+        }
+        drop(shared);
+        self.persisted.rolled_back();
+        err
+    }
+
+    /// Inside an explicit transaction on a file with persisted planes: drop
+    /// the guards of main before a statement whose compile they would
+    /// change in a way that matters (`txn_guards.rs`), or before an ALTER
+    /// TABLE (SQLite refuses to drop or rename a column an index uses).
+    /// The transaction's state row puts them back.
+    pub(super) fn guards_out_of_the_way(&mut self, sql: &str, kind: &StmtKind) -> Result<()> {
+        if !matches!(kind, StmtKind::Other | StmtKind::Schema) {
+            return Ok(());
+        }
+        if !is_alter(sql) && !self.guards_matter(sql)? {
+            return Ok(());
+        }
+        self.user_counters
+            .hidden(&self.db, || persist::drop_guards(&self.db))?;
+        self.txn.guards_out = true;
+        Ok(())
+    }
+
+    /// Whether the guards would change what this statement keeps inside
+    /// the transaction (`txn_guards.rs`): a transfer, or a write that can
+    /// fail part-way without a halt. Asked once per text and transaction.
+    pub(super) fn guards_matter(&mut self, sql: &str) -> Result<bool> {
+        if crate::txn_guards::may_transfer(sql) {
+            return Ok(!crate::mutation::active(Mutation::TransferWithGuards));
+        }
+        if crate::mutation::active(Mutation::GuardsKeptInTxn) {
+            return Ok(false);
+        }
+        // A read-only statement (SQLite's own word; the statement is cached
+        // for the run that follows) writes no guarded table.
+        if self.db.prepare_cached(sql).is_ok_and(|s| s.readonly()) {
+            return Ok(false);
+        }
+        let unhalted = match self.txn.unhalted {
+            Some(u) => u,
+            None => {
+                let u = crate::txn_guards::Unhalted::read(&self.db)?;
+                self.txn.unhalted = Some(u);
+                u
+            }
+        };
+        if !unhalted.possible() {
+            return Ok(false);
+        }
+        if unhalted.vtabs() && !crate::mutation::active(Mutation::GuardsLateWithVtabs) {
+            return Ok(true);
+        }
+        if let Some(m) = self.txn.guards_matter.get(sql) {
+            return Ok(*m);
+        }
+        let guarded: Vec<String> = self
+            .lock()
+            .entries
+            .iter()
+            .map(|e| e.def.table.clone())
+            .collect();
+        let m = crate::txn_guards::guards_matter(&mut self.db, sql, &guarded, unhalted)?;
+        self.txn.guards_matter.insert(sql.to_owned(), m);
+        Ok(m)
+    }
+
+    /// Write the planes' state row inside the open write transaction. If
+    /// another commit landed before this transaction's first write, the
+    /// working copy lacks it: rebuild it from the table first (inside the
+    /// transaction, so with this transaction's own rows).
+    pub(super) fn persist_in_txn(&mut self) -> Result<()> {
+        if !self.persisted.on {
+            // Turned off (here, or by another connection just followed).
+            return Ok(());
+        }
+        let v = self.read_data_version()?;
+        let mut shared = planes::lock(&self.shared);
+        if v != self.data_version {
+            planes::rebuild_all(&self.db, &mut shared, Rebuild::StaleBase);
+            self.persisted.forget();
+            self.data_version = v;
+            self.txn.stale = true;
+        }
+        // Written without the planes lock: the hook takes it for the state
+        // row's own row event.
+        let views = persist::views(&shared);
+        drop(shared);
+        let persisted = &mut self.persisted;
+        self.user_counters.hidden(&self.db, || {
+            persist::persist(&self.db, &views, persisted, false)
+        })?;
+        Ok(())
+    }
+}
