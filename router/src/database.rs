@@ -23,20 +23,14 @@ use arc_swap::ArcSwap;
 
 use pleroma_plane::{Plane, PlaneConfig};
 
-use crate::catalog::{EntrySnapshot, PlaneDef, PlaneEntry};
+use crate::catalog::PlaneEntry;
 use crate::ffi::WalSnapshot;
 use crate::persist::Mark;
+use crate::planes::PublishedEntry;
 
 /// How many published states a reader can still find: a read transaction
 /// pinned a little before the newest commit adopts the state it pinned.
 const HISTORY: usize = 8;
-
-/// One plane (or limb side) as published.
-#[derive(Clone)]
-pub(crate) struct PublishedEntry {
-    pub def: PlaneDef,
-    pub snap: EntrySnapshot,
-}
 
 /// The planes of one committed state of the file.
 pub(crate) struct Published {

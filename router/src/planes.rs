@@ -11,8 +11,15 @@ use smallvec::SmallVec;
 use std::sync::{Mutex, MutexGuard};
 
 use crate::catalog::{self, EntrySnapshot, PlaneDef, PlaneEntry, Rebuild, Role};
-use crate::database::PublishedEntry;
 use crate::rows::Rows;
+
+/// One plane (or limb side) as published to the other connections of the
+/// process (`database.rs`).
+#[derive(Clone)]
+pub(crate) struct PublishedEntry {
+    pub def: PlaneDef,
+    pub snap: EntrySnapshot,
+}
 
 /// Take a connection's planes.
 ///
@@ -380,10 +387,10 @@ pub(crate) fn rebuild_all(db: &rusqlite::Connection, shared: &mut Planes, why: R
 }
 
 /// After a schema change: re-read column positions; a plane whose table or
-/// columns went away goes out of service until `pleroma_rebuild`.
+/// columns went away goes out of service until `pleroma_rebuild`. (The
+/// caller also sets `main_copies`: `persist::main_copies`.)
 pub(crate) fn reverify_all(db: &rusqlite::Connection, shared: &mut Planes) {
     shared.main_aliases = catalog::main_aliases(db).unwrap_or_default();
-    shared.main_copies = main_copies(db, &shared.main_aliases).unwrap_or_default();
     for e in shared.entries_mut() {
         if e.broken.is_some() {
             continue;
@@ -395,26 +402,4 @@ pub(crate) fn reverify_all(db: &rusqlite::Connection, shared: &mut Planes) {
             ));
         }
     }
-}
-
-/// The attached files, other than main and its aliases, whose guard keys are
-/// main's (see `Planes::main_copies`).
-fn main_copies(db: &rusqlite::Connection, aliases: &[String]) -> rusqlite::Result<Vec<String>> {
-    let Some(keys) = crate::persist::file_keys(db)? else {
-        return Ok(Vec::new());
-    };
-    let schemas: Vec<String> = db
-        .prepare("SELECT name FROM pragma_database_list WHERE name NOT IN ('main', 'temp')")?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut out = Vec::new();
-    for s in schemas {
-        if aliases.iter().any(|a| a.eq_ignore_ascii_case(&s)) {
-            continue;
-        }
-        if crate::persist::file_keys_in(db, &s)? == Some(keys) {
-            out.push(s);
-        }
-    }
-    Ok(out)
 }

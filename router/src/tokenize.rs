@@ -313,6 +313,11 @@ fn variable(z: &[u8]) -> (Kind, usize) {
     }
 }
 
+/// `ident` as a quoted SQL identifier: `"a""b"` for `a"b`.
+pub(crate) fn quote(ident: &str) -> String {
+    format!("\"{}\"", ident.replace('"', "\"\""))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

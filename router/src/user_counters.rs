@@ -73,7 +73,7 @@ fn fts3_segdirs(db: &rusqlite::Connection) -> rusqlite::Result<Vec<String>> {
     )?
     .query_map([], |r| {
         let name: String = r.get(0)?;
-        Ok(format!("main.{}", crate::catalog::quote(&name)))
+        Ok(format!("main.{}", crate::tokenize::quote(&name)))
     })?
     .collect()
 }

@@ -111,13 +111,4 @@ pub(crate) fn classify(
 
 type R<T> = Result<T, String>;
 
-/// Whether `name` is a column of a table with `columns`: one of them, or
-/// the rowid (`rowid`, `oid`, `_rowid_`), which a column of that name
-/// hides. A WITHOUT ROWID table has no rowid; taking one for it only
-/// declines more.
-pub(crate) fn names_a_column(columns: &[String], name: &str) -> bool {
-    columns.iter().any(|c| c.eq_ignore_ascii_case(name))
-        || ["rowid", "oid", "_rowid_"]
-            .iter()
-            .any(|r| r.eq_ignore_ascii_case(name))
-}
+pub(crate) use crate::catalog::names_a_column;

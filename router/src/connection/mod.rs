@@ -240,18 +240,21 @@ impl Connection {
     }
 
     pub fn savepoint(&mut self, name: &str) -> Result<()> {
-        self.execute(&format!("SAVEPOINT {}", quote_ident(name)), &[])
+        self.execute(&format!("SAVEPOINT {}", tokenize::quote(name)), &[])
             .map(drop)
     }
 
     pub fn release(&mut self, name: &str) -> Result<()> {
-        self.execute(&format!("RELEASE SAVEPOINT {}", quote_ident(name)), &[])
+        self.execute(&format!("RELEASE SAVEPOINT {}", tokenize::quote(name)), &[])
             .map(drop)
     }
 
     pub fn rollback_to(&mut self, name: &str) -> Result<()> {
-        self.execute(&format!("ROLLBACK TO SAVEPOINT {}", quote_ident(name)), &[])
-            .map(drop)
+        self.execute(
+            &format!("ROLLBACK TO SAVEPOINT {}", tokenize::quote(name)),
+            &[],
+        )
+        .map(drop)
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Planes> {
@@ -430,11 +433,14 @@ fn is_alter(sql: &str) -> bool {
     tokenize::starts_with_keyword(sql, "ALTER")
 }
 
+/// After a schema change: the planes' columns again, and which attached
+/// files are copies of main (the guard passes nothing while one is).
+fn reverify(db: &rusqlite::Connection, shared: &mut Planes) {
+    planes::reverify_all(db, shared);
+    shared.main_copies = persist::main_copies(db, &shared.main_aliases).unwrap_or_default();
+}
+
 fn data_version(db: &rusqlite::Connection) -> rusqlite::Result<i64> {
     db.prepare_cached("PRAGMA data_version")?
         .query_row([], |r| r.get(0))
-}
-
-fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }

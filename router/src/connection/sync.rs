@@ -135,7 +135,7 @@ impl Connection {
             let f = match persist::follow(&self.db, &mut shared, &mut self.persisted) {
                 Ok(Followed::Applied { schema_moved }) => {
                     if schema_moved {
-                        planes::reverify_all(&self.db, &mut shared);
+                        reverify(&self.db, &mut shared);
                     }
                     Ok(schema_moved)
                 }

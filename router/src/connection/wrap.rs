@@ -147,7 +147,7 @@ impl Connection {
         }
         let schema_changed = kind.is_schema_change() && result.is_ok();
         if schema_changed {
-            planes::reverify_all(&self.db, &mut shared);
+            reverify(&self.db, &mut shared);
         }
         drop(shared);
         if schema_changed {

@@ -210,7 +210,7 @@ impl Connection {
             }
         }
         if schema_changed || schema_undone {
-            planes::reverify_all(&self.db, &mut shared);
+            reverify(&self.db, &mut shared);
             drop(shared);
             self.forget_plans();
         } else {

@@ -204,7 +204,7 @@ impl Walker<'_> {
         if crate::mutation::active(Mutation::ResidueAliasBeforeColumn) {
             return self.dim(c, e).is_some();
         }
-        crate::classify::names_a_column(&self.shared.entry(c.entry).cols.columns, name)
+        crate::catalog::names_a_column(&self.shared.entry(c.entry).cols.columns, name)
     }
 
     /// The dimension a column reference names, if it names one.
@@ -537,6 +537,4 @@ pub(super) fn rewrite(sql: &str, edits: &mut [(Range<usize>, String)]) -> R<Stri
     Ok(rewritten)
 }
 
-pub(super) fn quote(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
+pub(super) use crate::tokenize::quote;

@@ -1,0 +1,444 @@
+//! Persistent planes: the planes' state kept in the database file, written
+//! in the same SQLite transaction as the rows it describes, so that it
+//! commits, rolls back, crashes and replicates with them.
+//!
+//! One table, `pleroma_state(seq, kind, schema_version, body)`, holds a
+//! *checkpoint* (every plane's whole state) and after it one *delta* row per
+//! commit that changed a plane or the schema (the absolute state of each
+//! cell the commit touched; `pleroma_plane::Image`). A process opens from
+//! the newest checkpoint plus the deltas after it, and follows another
+//! process's commits by applying the deltas it has not seen. Every so often
+//! a commit writes a checkpoint instead, and the rows before it go.
+//!
+//! The state is trusted only when it is provably the state of the rows (the
+//! argument is in `docs/design.md`, "Persistent planes"): every row
+//! checksummed, the rows contiguous, the schema unchanged since the last
+//! row (`schema_version`), each planed table guarded against writers that
+//! do not run Pleroma by a partial index whose WHERE calls a function only
+//! Pleroma registers, and a table emptied outside Pleroma (the one write
+//! the guard lets through) seen by a one-row probe. Otherwise the planes
+//! are rebuilt from the tables, and `pleroma_planes` says why.
+
+use crate::mutation::Mutation;
+use std::hash::Hasher;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+
+use pleroma_plane::{Image, Plane, PlaneConfig, Snapshot};
+use rusqlite::functions::FunctionFlags;
+use rusqlite::OptionalExtension;
+
+use crate::catalog::{self, quote, EntryStats, PlaneDef, PlaneEntry, Rebuild, Role};
+use crate::planes::Planes;
+
+mod guard;
+mod log;
+
+pub(crate) use guard::*;
+pub(crate) use log::*;
+
+/// The table of persisted state.
+pub(crate) const STATE: &str = "pleroma_state";
+const CHECKPOINT: &str = "checkpoint";
+const DELTA: &str = "delta";
+/// A commit writes a checkpoint instead of a delta once this many deltas
+/// follow the last one, or once they outweigh it.
+const COMPACT_DELTAS: usize = 256;
+/// The settings table (`persist = off` turns persistence off).
+const SETTINGS: &str = "pleroma_settings";
+
+/// Whether persistence is on for this database (the default; `PRAGMA
+/// pleroma_persist = off` turns it off), and possible (a file).
+pub(crate) fn setting_on(db: &rusqlite::Connection) -> rusqlite::Result<bool> {
+    if !can_persist(db) {
+        return Ok(false);
+    }
+    if object_sql(db, SETTINGS)?.is_none() {
+        return Ok(true);
+    }
+    let v: Option<String> = db
+        .prepare_cached(&format!(
+            "SELECT value FROM main.{SETTINGS} WHERE key = 'persist'"
+        ))?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    Ok(v.as_deref() != Some("off"))
+}
+
+/// `PRAGMA pleroma_persist = on | off`: record it; off also removes the
+/// persisted state and every guard (so plain SQLite programs can write the
+/// tables again, and planes are rebuilt on open). Inside the caller's
+/// transaction; ends with a one-row write.
+pub(crate) fn set_setting(db: &rusqlite::Connection, on: bool) -> rusqlite::Result<()> {
+    if !on {
+        let guards: Vec<String> = db
+            .prepare("SELECT name FROM main.sqlite_schema WHERE type = 'index' AND name LIKE 'pleroma\\_guard\\_%' ESCAPE '\\'")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        for g in guards {
+            crate::user_counters::schema_statement(db, &format!("DROP INDEX main.{}", quote(&g)))?;
+        }
+        crate::user_counters::schema_statement(db, &format!("DROP TABLE IF EXISTS main.{STATE}"))?;
+    }
+    crate::user_counters::schema_statement(
+        db,
+        &format!(
+            "CREATE TABLE IF NOT EXISTS main.{SETTINGS}(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+        ),
+    )?;
+    db.execute(
+        &format!("INSERT OR REPLACE INTO main.{SETTINGS}(key, value) VALUES ('persist', ?1)"),
+        [if on { "on" } else { "off" }],
+    )?;
+    Ok(())
+}
+
+/// What a connection knows of the persisted state.
+#[derive(Default)]
+pub(crate) struct Persisted {
+    /// The database keeps persisted planes (a file, not memory).
+    pub on: bool,
+    /// The state row that the committed part of the working copy is
+    /// exactly; `None` when it is not known to be any (rebuilt from the
+    /// tables since, or nothing persisted yet).
+    pub seq: Option<i64>,
+    /// `schema_version` recorded with that row.
+    pub schema_version: i64,
+    /// The fingerprint of the schema recorded with it ([`schema_hash`]).
+    pub schema_hash: i64,
+    /// The chain value of the row at `seq` ([`row_chain`]): a follower
+    /// goes on from `seq` only while that row is still exactly this one.
+    pub chain: u64,
+    /// The guard function's keys of this connection.
+    pub guard: Arc<Guard>,
+    /// The planes at `seq`, by definition.
+    base: Vec<(PlaneDef, Snapshot)>,
+    /// Deltas since the last checkpoint, their bytes, the checkpoint's.
+    deltas: usize,
+    delta_bytes: usize,
+    checkpoint_bytes: usize,
+    /// A row written in the open transaction: `seq` once it commits.
+    pending: Option<Pending>,
+}
+
+struct Pending {
+    seq: i64,
+    schema_version: i64,
+    schema_hash: i64,
+    chain: u64,
+    base: Vec<(PlaneDef, Snapshot)>,
+    checkpoint: bool,
+    bytes: usize,
+}
+
+/// Where a published state stands in the persisted log (shared planes).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Mark {
+    pub seq: Option<i64>,
+    pub schema_version: i64,
+    pub schema_hash: i64,
+    pub chain: u64,
+}
+
+impl Persisted {
+    /// Nothing known yet; `on` for a database file.
+    pub fn new(on: bool, guard: Arc<Guard>) -> Persisted {
+        Persisted {
+            on,
+            guard,
+            ..Persisted::default()
+        }
+    }
+
+    pub fn mark(&self) -> Mark {
+        Mark {
+            seq: self.seq,
+            schema_version: self.schema_version,
+            schema_hash: self.schema_hash,
+            chain: self.chain,
+        }
+    }
+
+    /// The working copy was made exactly the persisted state `m` (adopted
+    /// from another connection of this process).
+    pub fn adopted(&mut self, m: Mark, planes: &Planes) {
+        self.seq = m.seq;
+        self.schema_version = m.schema_version;
+        self.schema_hash = m.schema_hash;
+        self.chain = m.chain;
+        self.base = bases(planes);
+        self.pending = None;
+    }
+
+    /// The working copy was rebuilt from the tables: it is no persisted
+    /// state, and the next write persists a checkpoint.
+    pub fn forget(&mut self) {
+        self.seq = None;
+        self.base.clear();
+        self.pending = None;
+    }
+
+    /// The open transaction committed: its row is the state now.
+    pub fn committed(&mut self) {
+        if let Some(p) = self.pending.take() {
+            self.seq = Some(p.seq);
+            self.schema_version = p.schema_version;
+            self.schema_hash = p.schema_hash;
+            self.chain = p.chain;
+            self.base = p.base;
+            if p.checkpoint {
+                self.deltas = 0;
+                self.delta_bytes = 0;
+                self.checkpoint_bytes = p.bytes;
+            } else {
+                self.deltas += 1;
+                self.delta_bytes += p.bytes;
+            }
+        }
+    }
+
+    /// The open transaction rolled back: so did its row.
+    pub fn rolled_back(&mut self) {
+        self.pending = None;
+    }
+}
+
+fn bases(planes: &Planes) -> Vec<(PlaneDef, Snapshot)> {
+    planes
+        .entries
+        .iter()
+        .map(|e| (e.def.clone(), e.plane.snapshot()))
+        .collect()
+}
+
+/// A plane as `persist` writes it: taken under the planes lock, written
+/// after it is released (the hook takes that lock for every row event,
+/// the state row's own too).
+pub(crate) struct View {
+    def: PlaneDef,
+    plane: Plane,
+    out_of_service: Option<String>,
+    /// Out of service by a schema change: its columns may be gone, so it
+    /// has no guard (its image is marked out of service, never trusted).
+    broken: bool,
+}
+
+/// The planes, for [`persist`].
+pub(crate) fn views(planes: &Planes) -> Vec<View> {
+    planes
+        .entries
+        .iter()
+        .map(|e| View {
+            def: e.def.clone(),
+            plane: e.plane.clone(),
+            out_of_service: e.out_of_service(),
+            broken: e.broken.is_some(),
+        })
+        .collect()
+}
+
+/// A fingerprint of the schema: CRC-32 of every object's type, name,
+/// table, root page and SQL. The online backup API moves the copy's
+/// `schema_version` (so its readers reload the schema) but copies this
+/// exactly; DDL outside Pleroma changes it (a re-created object gets its
+/// text back, but not, in general, its root page).
+pub(crate) fn schema_hash(db: &rusqlite::Connection) -> rusqlite::Result<i64> {
+    let mut h = crc32fast::Hasher::new();
+    let mut stmt = db.prepare_cached(
+        "SELECT type, name, tbl_name, rootpage, sql FROM main.sqlite_schema ORDER BY name, type",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        for i in 0..5 {
+            match r.get_ref(i)? {
+                rusqlite::types::ValueRef::Integer(n) => h.update(&n.to_le_bytes()),
+                rusqlite::types::ValueRef::Text(t) => h.update(t),
+                _ => h.update(b"\0null"),
+            }
+            h.update(b"\x1f");
+        }
+        h.update(b"\n");
+    }
+    Ok(i64::from(h.finalize()))
+}
+
+pub(crate) fn schema_version(db: &rusqlite::Connection) -> rusqlite::Result<i64> {
+    db.prepare_cached("PRAGMA main.schema_version")?
+        .query_row([], |r| r.get(0))
+}
+
+/// The `sql` of a schema object in main (see `object_sql_in`).
+fn object_sql(db: &rusqlite::Connection, name: &str) -> rusqlite::Result<Option<Option<String>>> {
+    object_sql_in(db, "main", name)
+}
+
+/// The `sql` of a schema object in `schema` (`Some(None)`: an object
+/// without SQL, such as an automatic index; `None`: no such object).
+fn object_sql_in(
+    db: &rusqlite::Connection,
+    schema: &str,
+    name: &str,
+) -> rusqlite::Result<Option<Option<String>>> {
+    db.prepare_cached(&format!(
+        "SELECT sql FROM {}.sqlite_schema WHERE name = ?1",
+        quote(schema)
+    ))?
+    .query_row([name], |r| r.get(0))
+    .optional()
+}
+
+/// Why the persisted state cannot be trusted (the planes are rebuilt), or a
+/// SQLite error reading it.
+pub(crate) enum Untrusted {
+    Stale(Rebuild),
+    Sql(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for Untrusted {
+    fn from(e: rusqlite::Error) -> Self {
+        Untrusted::Sql(e)
+    }
+}
+impl From<Rebuild> for Untrusted {
+    fn from(r: Rebuild) -> Self {
+        Untrusted::Stale(r)
+    }
+}
+
+/// Inside a write transaction, just before it commits: write the state row
+/// that makes the persisted state the planes' (a delta of the cells
+/// changed since `p.seq`, or a checkpoint), unless nothing changed. Taken
+/// as the state when the commit succeeds ([`Persisted::committed`]).
+pub(crate) fn persist(
+    db: &rusqlite::Connection,
+    views: &[View],
+    p: &mut Persisted,
+    force_checkpoint: bool,
+) -> rusqlite::Result<()> {
+    let guard = p.guard.clone();
+    guard.allowing(|| persist_allowed(db, views, p, force_checkpoint))
+}
+
+fn persist_allowed(
+    db: &rusqlite::Connection,
+    views: &[View],
+    p: &mut Persisted,
+    force_checkpoint: bool,
+) -> rusqlite::Result<()> {
+    // A row this transaction wrote before (at a RELEASE, or before a COMMIT
+    // that failed): the row written now replaces it, or it goes.
+    let earlier = p.pending.take();
+    let fresh = !has_state(db)?;
+    let sv0 = schema_version(db)?;
+    if fresh || force_checkpoint || p.seq.is_none() || sv0 != p.schema_version {
+        // A schema change (ours, or one since the state) may have dropped
+        // or renamed a guard: put every guard back as it must be.
+        ensure_schema(db, views, &p.guard)?;
+    }
+    let sv = schema_version(db)?;
+    let hash = if p.seq.is_some() && sv == p.schema_version {
+        p.schema_hash
+    } else {
+        schema_hash(db)?
+    };
+    let same_planes =
+        p.base.len() == views.len() && p.base.iter().zip(views).all(|((d, _), v)| *d == v.def);
+    let big = p.deltas >= COMPACT_DELTAS || p.delta_bytes > p.checkpoint_bytes.max(1 << 16);
+    let checkpoint = force_checkpoint || fresh || p.seq.is_none() || !same_planes || big;
+    let image = |v: &View, base: Option<&Snapshot>| {
+        let img = match base {
+            Some(b) => v.plane.image_since(b),
+            None => v.plane.image(),
+        };
+        match &v.out_of_service {
+            Some(reason) => img.faulted(reason.clone()),
+            None => img,
+        }
+    };
+    let mut items = Vec::new();
+    if checkpoint {
+        for v in views {
+            items.push((entry_key(&v.def), image(v, None).encode()));
+        }
+    } else {
+        for (v, (_, b)) in views.iter().zip(&p.base) {
+            let img = image(v, Some(b));
+            if !img.is_full() && img.is_empty_delta(&v.plane) && v.out_of_service.is_none() {
+                continue;
+            }
+            items.push((entry_key(&v.def), img.encode()));
+        }
+        if items.is_empty() && sv == p.schema_version {
+            if let Some(e) = earlier.filter(|_| !crate::mutation::active(Mutation::ReleaseRowKept))
+            {
+                db.prepare_cached(&format!("DELETE FROM main.{STATE} WHERE seq = ?1"))?
+                    .execute([e.seq])?;
+            }
+            return Ok(());
+        }
+    }
+    let seq = p.seq.map_or(1, |s| s + 1);
+    // A state table made by someone else may already be further on (an
+    // untrusted state being replaced): start after it.
+    let seq = if checkpoint {
+        let max: Option<i64> = db
+            .prepare_cached(&format!("SELECT max(seq) FROM main.{STATE}"))?
+            .query_row([], |r| r.get(0))?;
+        seq.max(max.map_or(1, |m| m + 1))
+    } else {
+        seq
+    };
+    let body = encode_body(if checkpoint { 0 } else { p.chain }, &items);
+    if checkpoint {
+        // Row by row: a DELETE of several rows is a multi-write (below).
+        let older: Vec<i64> = db
+            .prepare_cached(&format!("SELECT seq FROM main.{STATE} WHERE seq <> ?1"))?
+            .query_map([seq], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut delete = db.prepare_cached(&format!("DELETE FROM main.{STATE} WHERE seq = ?1"))?;
+        for s in older {
+            delete.execute([s])?;
+        }
+    }
+    let kind = if checkpoint { CHECKPOINT } else { DELTA };
+    let bytes = body.len();
+    // A DELETE by key and a one-row INSERT, not `INSERT OR REPLACE`: with
+    // the state table's guard index, a REPLACE (or a DELETE of several
+    // rows) is a multi-write whose function call may abort, so SQLite gives
+    // it a statement journal, whose savepoint makes FTS3/4/5 write out
+    // their pending rows inside Pleroma's statement (counted as Pleroma's,
+    // and earlier than plain SQLite's commit). Neither of these gets one.
+    db.prepare_cached(&format!("DELETE FROM main.{STATE} WHERE seq = ?1"))?
+        .execute([seq])?;
+    db.prepare_cached(&format!(
+        "INSERT INTO main.{STATE}(seq, kind, schema_version, schema_hash, body) \
+         VALUES (?1, ?2, ?3, ?4, ?5)"
+    ))?
+    .execute(rusqlite::params![seq, kind, sv, hash, body])?;
+    let chain = row_chain(&StateRow {
+        seq,
+        kind: kind.to_owned(),
+        schema_version: sv,
+        schema_hash: hash,
+        body,
+    });
+    p.pending = Some(Pending {
+        seq,
+        schema_version: sv,
+        schema_hash: hash,
+        chain,
+        base: views
+            .iter()
+            .map(|v| (v.def.clone(), v.plane.snapshot()))
+            .collect(),
+        checkpoint,
+        bytes,
+    });
+    Ok(())
+}
+
+/// Whether the file can hold persisted planes: a database file, not memory
+/// or a temporary database.
+pub(crate) fn can_persist(db: &rusqlite::Connection) -> bool {
+    db.path().is_some_and(|p| !p.is_empty())
+}
