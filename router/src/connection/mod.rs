@@ -365,7 +365,7 @@ fn exec(
     let mut out = Rows::default();
     // The mutation: the columns of the statement's first compile.
     let stale: Option<Vec<String>> = crate::mutation::active(Mutation::ColumnsBeforeStep)
-        .then(|| stmt.column_names().into_iter().map(str::to_owned).collect());
+        .then(|| stmt.column_names().map(str::to_owned).collect());
     let mut rows = stmt.query(params)?;
     while let Some(row) = rows.next()? {
         if want_rows {
@@ -378,8 +378,7 @@ fn exec(
         }
     }
     drop(rows);
-    out.columns =
-        stale.unwrap_or_else(|| stmt.column_names().into_iter().map(str::to_owned).collect());
+    out.columns = stale.unwrap_or_else(|| stmt.column_names().map(str::to_owned).collect());
     Ok((out, db.changes() as usize))
 }
 

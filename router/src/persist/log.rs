@@ -245,8 +245,10 @@ pub(crate) fn open(
         apply_body(&mut entries, &r.body, r.kind == CHECKPOINT)?;
         last = r;
     }
-    let mut planes = Planes::default();
-    planes.entries = entries;
+    let mut planes = Planes {
+        entries,
+        ..Planes::default()
+    };
     verify(db, &planes, last.schema_version, last.schema_hash, &p.guard)?;
     for e in &mut planes.entries {
         if let Err(reason) = catalog::resolve_columns(db, e) {
@@ -331,18 +333,20 @@ pub(crate) fn follow(
     if rows.iter().any(|r| r.kind == CHECKPOINT) {
         return Ok(Followed::Reload);
     }
-    let mut work = Planes::default();
-    work.entries = planes
-        .entries
-        .iter()
-        .map(|e| PlaneEntry {
-            def: e.def.clone(),
-            cols: e.cols.clone(),
-            plane: e.plane.clone(),
-            broken: e.broken.clone(),
-            stats: EntryStats::default(),
-        })
-        .collect();
+    let mut work = Planes {
+        entries: planes
+            .entries
+            .iter()
+            .map(|e| PlaneEntry {
+                def: e.def.clone(),
+                cols: e.cols.clone(),
+                plane: e.plane.clone(),
+                broken: e.broken.clone(),
+                stats: EntryStats::default(),
+            })
+            .collect(),
+        ..Planes::default()
+    };
     let mut last = (seq, p.schema_version, p.schema_hash);
     let mut chain = p.chain;
     let skip = crate::mutation::active(Mutation::SkipLogEntry);
