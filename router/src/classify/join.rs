@@ -7,10 +7,8 @@
 
 use sqlparser::ast::{
     BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr,
-    ObjectNamePart, SelectItem, SetExpr, Statement, TableFactor,
+    ObjectNamePart, Query, SelectItem, SetExpr, TableFactor,
 };
-use sqlparser::dialect::SQLiteDialect;
-use sqlparser::parser::Parser;
 
 use super::builder::{Builder, Params};
 use super::{AggFn, JOut, JoinPlan, OutExpr, R};
@@ -79,16 +77,11 @@ pub(super) fn column_ref(e: &Expr) -> Option<(Option<&str>, &str)> {
 
 pub(super) fn join_plan(
     shared: &Planes,
-    sql: &str,
+    q: &Query,
     columns: Vec<String>,
     param_count: usize,
 ) -> R<JoinPlan> {
     use sqlparser::ast::{JoinConstraint, JoinOperator};
-    let stmts =
-        Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| format!("not understood ({e})"))?;
-    let [Statement::Query(q)] = stmts.as_slice() else {
-        return Err("not a single SELECT".into());
-    };
     let SetExpr::Select(sel) = q.body.as_ref() else {
         return Err("compound or nested SELECT".into());
     };

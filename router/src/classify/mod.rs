@@ -16,6 +16,10 @@ mod join;
 mod plans;
 mod slice;
 
+use sqlparser::ast::Statement;
+use sqlparser::dialect::SQLiteDialect;
+use sqlparser::parser::Parser;
+
 use crate::decline::Decline;
 use crate::planes::Planes;
 
@@ -92,9 +96,17 @@ pub(crate) fn classify(
     let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
     let param_count = stmt.parameter_count();
     drop(stmt);
-    let reason = match plan(shared, sql, columns.clone(), param_count) {
+    // One parse, which every planner reads.
+    let stmts = match Parser::parse_sql(&SQLiteDialect {}, sql) {
+        Ok(s) => s,
+        Err(e) => return Classified::Declined(format!("not understood ({e})").into()),
+    };
+    let [Statement::Query(q)] = stmts.as_slice() else {
+        return Classified::Declined("not a single SELECT".into());
+    };
+    let reason = match plan(shared, q, columns.clone(), param_count) {
         Ok(Some(p)) => return Classified::Plan(Box::new(p)),
-        Ok(None) => match join_plan(shared, sql, columns.clone(), param_count) {
+        Ok(None) => match join_plan(shared, q, columns.clone(), param_count) {
             Ok(j) => return Classified::Join(Box::new(j)),
             Err(reason) => reason,
         },
@@ -102,7 +114,7 @@ pub(crate) fn classify(
     };
     // What the cells answer directly they answer; the rest may still have an
     // aggregate core, with SQLite evaluating around it.
-    match crate::residue::plan(shared, sql, columns, param_count) {
+    match crate::residue::plan(shared, sql, q, columns, param_count) {
         Ok(r) => Classified::Residue(Box::new(r)),
         Err(Decline::NoCore) => Classified::Declined(reason.into()),
         Err(r) => Classified::Declined(r),

@@ -5,11 +5,9 @@
 //! (and the residue is tried next).
 
 use sqlparser::ast::{
-    Expr, GroupByExpr, LimitClause, OrderByKind, Query, Select, SelectItem, SetExpr, Statement,
+    Expr, GroupByExpr, LimitClause, OrderByKind, Query, Select, SelectItem, SetExpr,
     Value as SqlValue,
 };
-use sqlparser::dialect::SQLiteDialect;
-use sqlparser::parser::Parser;
 
 use super::builder::{Builder, Params};
 use super::join::plain_table;
@@ -20,16 +18,10 @@ use crate::planes::Planes;
 /// `join_plan` decides), or why neither.
 pub(super) fn plan(
     shared: &Planes,
-    sql: &str,
+    q: &Query,
     columns: Vec<String>,
     param_count: usize,
 ) -> R<Option<Plan>> {
-    let stmts =
-        Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| format!("not understood ({e})"))?;
-    let [Statement::Query(q)] = stmts.as_slice() else {
-        return Err("not a single SELECT".into());
-    };
-    let q: &Query = q;
     if q.with.is_some() || q.fetch.is_some() || !q.locks.is_empty() || q.for_clause.is_some() {
         return Err("WITH, FETCH or locking clauses".into());
     }

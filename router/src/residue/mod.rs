@@ -31,9 +31,7 @@ mod span;
 mod walk;
 
 use crate::mutation::Mutation;
-use sqlparser::ast::Statement;
-use sqlparser::dialect::SQLiteDialect;
-use sqlparser::parser::Parser;
+use sqlparser::ast::Query;
 
 pub(crate) use cut::Cut;
 
@@ -90,14 +88,10 @@ pub(crate) struct SumTerm {
 pub(crate) fn plan(
     shared: &Planes,
     sql: &str,
+    q: &Query,
     columns: Vec<String>,
     param_count: usize,
 ) -> Result<ResiduePlan, Decline> {
-    let stmts =
-        Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| format!("not understood ({e})"))?;
-    let [Statement::Query(q)] = stmts.as_slice() else {
-        return Err(Decline::NoCore);
-    };
     if names_pleroma_or_collate(sql) || !quoted_names_are_words(sql) {
         // A quoted name that is not a plain word may spell the name SQLite
         // gives an aggregate column, which the rewrite changes.

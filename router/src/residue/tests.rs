@@ -41,7 +41,12 @@ fn residue(db: &rusqlite::Connection, planes: &Planes, sql: &str) -> Result<Resi
     let columns = stmt.column_names().map(str::to_owned).collect();
     let count = stmt.parameter_count();
     drop(stmt);
-    plan(planes, sql, columns, count)
+    let stmts = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::SQLiteDialect {}, sql)
+        .map_err(|e| Decline::from(format!("not understood ({e})")))?;
+    let [sqlparser::ast::Statement::Query(q)] = stmts.as_slice() else {
+        return Err(Decline::NoCore);
+    };
+    plan(planes, sql, q, columns, count)
 }
 
 /// What a row expects: `= rewritten text` (and the LIMIT cut checked at
