@@ -159,7 +159,10 @@ impl UserCounters {
         let r = f();
         let after = (db.changes() as i64, db.total_changes() as i64);
         crate::ffi::set_last_insert_rowid(db, rowid);
-        if after.0 != before.0 {
+        // Either count moving means SQLite's commit-time writes ran (FTS's
+        // last write-out statement may change one row, as Pleroma's last
+        // did): `changes()` stays the user's.
+        if after != before {
             self.0.lock().unwrap_or_else(|e| e.into_inner()).hidden =
                 Some((user, after.1, after.0));
         }

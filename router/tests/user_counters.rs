@@ -82,6 +82,24 @@ fn counters_through_triggers_deferred_keys_and_fts5_are_sqlites() {
          SELECT changes(), total_changes(), last_insert_rowid();
          INSERT INTO f VALUES ('x'), ('y'), ('z');
          SELECT changes(), total_changes(), last_insert_rowid();",
+        // Found from outside: an autocommit write whose trigger writes
+        // FTS5, which writes out at the wrap's COMMIT with a statement that
+        // changes one row, as Pleroma's state row did.
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, d1 TEXT, d2 INT, m REAL);
+         PRAGMA pleroma_attach('t', 'd1, d2', 'm');
+         CREATE VIRTUAL TABLE f USING fts5(x);
+         CREATE TRIGGER tri AFTER INSERT ON t BEGIN INSERT INTO f VALUES (new.d1); END;
+         INSERT INTO t(d1, d2, m) VALUES ('a', 1, 1), ('b', 2, 2), ('c', 3, 3);
+         SELECT changes(), total_changes(), last_insert_rowid();
+         DELETE FROM t WHERE d2 < 3;
+         SELECT changes(), total_changes(), last_insert_rowid();",
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, d1 TEXT, c TEXT CHECK (length(c) < 10));
+         PRAGMA pleroma_attach('t', 'd1', 'id');
+         CREATE VIRTUAL TABLE f USING fts4(x);
+         INSERT INTO t(d1, c) VALUES ('a', 'ok');
+         INSERT INTO t(d1, c) VALUES ('a', 'ok'), ('b', 'toolongvalue');
+         INSERT INTO f(x) VALUES ('a'), ('b'), ('c');
+         SELECT changes(), total_changes(), last_insert_rowid();",
     ] {
         let dir = tempfile::tempdir().unwrap();
         let mut pl = pleroma::Connection::open(dir.path().join("p.db")).unwrap();
