@@ -60,14 +60,9 @@ pub enum Decline {
 }
 
 impl Decline {
-    /// The residue's statement failed with `e`.
-    pub(crate) fn residue_failed(e: &crate::Error) -> Decline {
-        // SQLite has no code of its own for it: SQLITE_ERROR and the text.
-        let integer_overflow = matches!(
-            e,
-            crate::Error::Sqlite(rusqlite::Error::SqliteFailure(_, Some(m)))
-                if m == "integer overflow"
-        );
+    /// The residue's statement failed with `e` (`integer_overflow`:
+    /// `Error::is_integer_overflow`).
+    pub(crate) fn residue_failed(e: &impl std::fmt::Display, integer_overflow: bool) -> Decline {
         Decline::ResidueFailed {
             error: e.to_string(),
             integer_overflow,
@@ -173,7 +168,7 @@ mod tests {
     #[test]
     fn a_residue_failure_knows_sqlite_s_integer_overflow() {
         let overflow = crate::rules::answer_from_cells::integer_overflow();
-        let d = Decline::residue_failed(&overflow);
+        let d = Decline::residue_failed(&overflow, overflow.is_integer_overflow());
         assert_eq!(d.to_string(), "the residue failed: integer overflow");
         assert!(matches!(
             d,
@@ -184,7 +179,7 @@ mod tests {
         ));
         let other = crate::Error::Pragma("no such table".into());
         assert!(matches!(
-            Decline::residue_failed(&other),
+            Decline::residue_failed(&other, other.is_integer_overflow()),
             Decline::ResidueFailed {
                 integer_overflow: false,
                 ..

@@ -22,3 +22,14 @@ pub enum Error {
     #[error("plane: {0}")]
     Plane(#[from] pleroma_plane::PlaneError),
 }
+
+impl Error {
+    /// SQLite's "integer overflow" (it has no code of its own: SQLITE_ERROR
+    /// and the text).
+    pub(crate) fn is_integer_overflow(&self) -> bool {
+        matches!(
+            self,
+            Error::Sqlite(rusqlite::Error::SqliteFailure(_, Some(m))) if m == "integer overflow"
+        )
+    }
+}

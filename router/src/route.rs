@@ -38,7 +38,7 @@ impl fmt::Display for RouteKind {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Route {
     pub kind: RouteKind,
-    /// Why this route: "served" for a plane answer, else the decline reason.
+    /// Why this route: "served (class X)" for a plane answer, else the decline reason.
     pub reason: String,
     /// The planed table involved, if any.
     pub table: Option<String>,

@@ -5,7 +5,7 @@
 //!
 //! SQLite decides at compile time whether a statement gets a statement
 //! journal: `usesStmtJournal = isMultiWrite && mayAbort`
-//! (`sqlite3VdbeMakeReady` in `vdbeaux.c`). A guard (`persist.rs`) changes
+//! (`sqlite3VdbeMakeReady` in `vdbeaux.c`). A guard (`persist/guard.rs`) changes
 //! both inputs of a statement that writes its table, directly or through a
 //! trigger:
 //!

@@ -1,4 +1,4 @@
-//! The read path: a SELECT served from the cells, the join memo or the
+//! The read path: a SELECT served from the cells, a join limb or the
 //! residue, or declined to SQLite with its reason (`last_route`), and
 //! `pleroma_explain`. Nothing here writes: a statement that may write goes
 //! to [`Connection::run_engine`] (`write.rs`).
@@ -189,7 +189,10 @@ impl Connection {
                     // (The mutation `residue_raising_where` keeps the error,
                     // as the residue did before this net.)
                     Err(e) if !crate::mutation::active(Mutation::ResidueRaisingWhere) => {
-                        Outcome::Declined(Decline::residue_failed(&e), None)
+                        Outcome::Declined(
+                            Decline::residue_failed(&e, e.is_integer_overflow()),
+                            None,
+                        )
                     }
                     Err(e) => {
                         drop(shared);

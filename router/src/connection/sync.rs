@@ -11,7 +11,8 @@ impl Connection {
     /// `data_version`. Before any plane answer (and, when the planes are
     /// shared, before a write that starts from the committed state), bring
     /// the planes to what this connection sees: adopt the published planes
-    /// of exactly that state, or rebuild from the table. `Ok(false)`:
+    /// of exactly that state, or follow the persisted state's deltas, or
+    /// rebuild from the table. `Ok(false)`:
     /// another connection of this process has committed and not yet
     /// published, so the planes cannot answer this moment (SQLite does).
     pub(crate) fn sync_external(&mut self) -> Result<bool> {

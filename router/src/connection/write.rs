@@ -1,7 +1,7 @@
 //! The write outcome tree: a statement SQLite runs, and what its outcome
 //! (done, failed part-way, rolled back, committed) means for the planes,
 //! the transaction's snapshots and the persisted state. Why each branch is
-//! exact: `docs/design.md`, "The router's invariants".
+//! exact: `docs/design.md`, "Router invariants".
 
 use super::*;
 

@@ -2,7 +2,7 @@
 //! in the same SQLite transaction as the rows it describes, so that it
 //! commits, rolls back, crashes and replicates with them.
 //!
-//! One table, `pleroma_state(seq, kind, schema_version, body)`, holds a
+//! One table, `pleroma_state(seq, kind, schema_version, schema_hash, body)`, holds a
 //! *checkpoint* (every plane's whole state) and after it one *delta* row per
 //! commit that changed a plane or the schema (the absolute state of each
 //! cell the commit touched; `pleroma_plane::Image`). A process opens from

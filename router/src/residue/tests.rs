@@ -1,5 +1,5 @@
 //! From SQL text to the rewritten text, or to the decline reason: one row
-//! per case. The inputs are built the way `classify.rs` builds them (the
+//! per case. The inputs are built the way `classify/mod.rs` builds them (the
 //! statement prepared on the connection for its columns and parameters).
 //!
 //! A served row reads `= <head>⟨core⟩<tail>`, where `⟨core⟩` stands for the
