@@ -416,18 +416,20 @@ fn sets_changes(sql: &str) -> bool {
 /// `PRAGMA [schema.]full_column_names` or `short_column_names`, which
 /// change the names SQLite gives result columns at prepare.
 fn names_columns(sql: &str) -> bool {
-    let t = sql.trim_start();
-    t.get(..6).is_some_and(|w| w.eq_ignore_ascii_case("PRAGMA")) && {
-        let lower = t.to_ascii_lowercase();
-        lower.contains("full_column_names") || lower.contains("short_column_names")
-    }
+    let mut words = tokenize::code(sql);
+    words.next().is_some_and(|t| t.is("PRAGMA"))
+        && words.take(3).any(|t| {
+            let v = t.value();
+            v.eq_ignore_ascii_case("full_column_names")
+                || v.eq_ignore_ascii_case("short_column_names")
+        })
 }
 
-/// `ALTER TABLE …`: it may drop or rename a column a guard uses.
 fn is_pragma(sql: &str) -> bool {
     tokenize::starts_with_keyword(sql, "PRAGMA")
 }
 
+/// `ALTER TABLE …`: it may drop or rename a column a guard uses.
 fn is_alter(sql: &str) -> bool {
     tokenize::starts_with_keyword(sql, "ALTER")
 }
