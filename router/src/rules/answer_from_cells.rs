@@ -504,8 +504,8 @@ pub(crate) fn recompute_extrema(
     Ok(())
 }
 
-/// Whether a group passes the top-level HAVING conjuncts that read group
-/// columns only (those SQLite may evaluate before finalizing aggregates).
+/// Whether a group passes the HAVING conjuncts that read group columns
+/// only (those SQLite may evaluate before finalizing aggregates).
 fn group_terms_pass(h: &HExpr, val: &dyn Fn(&OutExpr) -> Value, params: &[Value]) -> R<bool> {
     fn only_groups(h: &HExpr) -> bool {
         let out = |o: &HOperand| !matches!(o, HOperand::Out(OutExpr::Agg(_)));
@@ -516,10 +516,16 @@ fn group_terms_pass(h: &HExpr, val: &dyn Fn(&OutExpr) -> Value, params: &[Value]
             HExpr::Cmp { lhs, rhs, .. } => out(lhs) && out(rhs),
         }
     }
-    let terms: Vec<&HExpr> = match h {
-        HExpr::And(v) => v.iter().collect(),
-        other => vec![other],
-    };
+    // The conjuncts at any depth of ANDs: SQLite splits `(a AND b) AND c`
+    // into three WHERE terms alike (found by the blocks property test).
+    fn conjuncts<'h>(h: &'h HExpr, out: &mut Vec<&'h HExpr>) {
+        match h {
+            HExpr::And(v) => v.iter().for_each(|x| conjuncts(x, out)),
+            other => out.push(other),
+        }
+    }
+    let mut terms = Vec::new();
+    conjuncts(h, &mut terms);
     for t in terms.into_iter().filter(|t| only_groups(t)) {
         if eval_having(t, val, params)? != Some(true) {
             return Ok(false);
