@@ -303,10 +303,14 @@ pub fn run_reads(w: &Workload, opts: &Options) -> Result<Report> {
     for &arm in &opts.arms {
         match arm {
             Arm::Sqlite => conns.push((arm, Conn::Sqlite(rusqlite::Connection::open(&w.path)?))),
-            Arm::Engine => conns.push((
-                arm,
-                Conn::Pleroma(Box::new(pleroma::Connection::open(&w.path)?)),
-            )),
+            Arm::Engine => {
+                // Pleroma without a plane: this process shares the plane
+                // arm's planes for the file, so this connection is told to
+                // consult none of them.
+                let mut c = pleroma::Connection::open(&w.path)?;
+                c.execute_batch("PRAGMA pleroma_route = engine")?;
+                conns.push((arm, Conn::Pleroma(Box::new(c))));
+            }
             Arm::Plane | Arm::Duckdb => {}
         }
     }

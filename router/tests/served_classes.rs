@@ -87,3 +87,28 @@ fn queries_outside_the_classes_are_declined_and_still_exact() {
         assert_eq!(k, pleroma::RouteKind::Engine, "{sql} should be declined");
     }
 }
+
+/// A memo hit hands out the memo's own answer (no copy): an answer the
+/// caller changes is the caller's, and the next hit is still SQLite's.
+#[test]
+fn a_changed_answer_leaves_the_memo_as_it_was() {
+    use pleroma::{RouteKind, Value};
+    let mut c = pleroma::Connection::open_in_memory().unwrap();
+    c.execute_batch(SETUP).unwrap();
+    c.execute_batch(ATTACH).unwrap();
+    let q = "SELECT region, SUM(amount) FROM t GROUP BY region ORDER BY region";
+    let want = sqlite_rows(c.sqlite(), q, &[]).unwrap();
+    let mut first = c.query(q, &[]).unwrap();
+    assert_eq!(c.last_route().kind, RouteKind::Plane);
+    let mut hit = c.query(q, &[]).unwrap();
+    assert_eq!(c.last_route().kind, RouteKind::Memo);
+    first.rows[0][1] = Value::Integer(-1);
+    hit.rows.push(vec![Value::Null, Value::Null]);
+    hit.columns[0] = "changed".into();
+    let again = c.query(q, &[]).unwrap();
+    assert_eq!(c.last_route().kind, RouteKind::Memo);
+    assert_eq!(again.rows, want);
+    assert_eq!(again.columns, ["region", "SUM(amount)"]);
+    assert_ne!(first.rows, want);
+    assert_eq!(hit.rows.len(), want.len() + 1);
+}
