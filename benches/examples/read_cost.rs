@@ -6,11 +6,14 @@
 //! ```sh
 //! cargo build --release -p pleroma-benches --example read_cost
 //! B=target/release/examples/read_cost
-//! valgrind --tool=callgrind $B 100000 memo 0 && valgrind --tool=callgrind $B 100000 memo 10000
+//! valgrind --tool=callgrind --collect-atstart=no \
+//!   --toggle-collect='pleroma::connection::Connection::query' $B 20000 memo 1000
 //! ```
 //!
-//! The difference of the two totals, over `15 × calls` (15 rounds), is one
-//! call's cost.
+//! The total over `15 × calls + 2` calls (15 rounds, one call before them
+//! and one warm-up) is what `Connection::query` costs; or, without the
+//! toggle, the difference of two runs' totals (`calls` 0 and N) over
+//! `15 × N`.
 //! Modes: `memo` (the same text again: a memo hit), `slice` (the memo
 //! cleared before each call: the answer from the cells), `sqlite` (plain
 //! rusqlite, a cached statement). The query is the ledger's
