@@ -13,7 +13,13 @@
 //! (`Connection::sqlite()`): it sees exactly what that connection must see —
 //! its own uncommitted writes, its read transaction's snapshot, everyone
 //! else's commits. Every plane answer must equal it. Without an outside
-//! writer no connection may rebuild because of another's commit.
+//! writer no connection may rebuild because of another's commit. A write
+//! that fails with `database is locked` from a connection that held no
+//! snapshot of the file must have called its busy handler first, as
+//! SQLite does for such a connection.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use pleroma::{Connection, RouteKind, Value};
@@ -51,8 +57,10 @@ pub fn run(seed: u64, conns: usize, steps: usize, outside: bool) -> Result<Stats
     let path = dir.path().join("shared.db");
     let mut rng = Rng::new(seed);
     let mut cs: Vec<Connection> = Vec::new();
+    let mut busy = Vec::new();
     {
-        let mut c = Connection::open(&path)?;
+        let (mut c, calls) = counted(&path)?;
+        busy.push(calls);
         c.execute_batch(
             "PRAGMA journal_mode = WAL;
              CREATE TABLE t(id INTEGER PRIMARY KEY, g TEXT, m INTEGER, u INTEGER UNIQUE);",
@@ -77,11 +85,9 @@ pub fn run(seed: u64, conns: usize, steps: usize, outside: bool) -> Result<Stats
         cs.push(c);
     }
     for _ in 1..conns {
-        cs.push(Connection::open(&path)?);
-    }
-    for c in &mut cs {
-        // A second writer must fail at once, as the schedule is one thread.
-        c.execute_batch("PRAGMA busy_timeout = 0")?;
+        let (c, calls) = counted(&path)?;
+        cs.push(c);
+        busy.push(calls);
     }
     let plain = rusqlite::Connection::open(&path)?;
     plain.busy_timeout(std::time::Duration::ZERO)?;
@@ -100,6 +106,24 @@ pub fn run(seed: u64, conns: usize, steps: usize, outside: bool) -> Result<Stats
         let c = &mut cs[i];
         let in_txn = !c.sqlite().is_autocommit();
         let ctx = || format!("seed {seed}, step {step}, connection {i}");
+        // SQLite calls the busy handler of a connection that holds no
+        // snapshot of the file when its write meets another's lock.
+        let untouched = c.sqlite().transaction_state(Some(rusqlite::MAIN_DB))?
+            == rusqlite::TransactionState::None;
+        let calls = busy[i].load(Ordering::Relaxed);
+        let waited = |c: &Connection, r: pleroma::Result<()>| -> Result<()> {
+            if let Err(e) = &r {
+                let locked = e.to_string().contains("database is locked");
+                if untouched && locked && busy[i].load(Ordering::Relaxed) == calls {
+                    bail!(
+                        "{}: SQLITE_BUSY without a call of the busy handler, with no snapshot held before (in a transaction: {})",
+                        ctx(),
+                        !c.sqlite().is_autocommit()
+                    );
+                }
+            }
+            Ok(())
+        };
         let action = if in_txn {
             rng.weighted(&[4, 2, 1, 1, 1, 4, 2, 2, 2])
         } else {
@@ -108,15 +132,18 @@ pub fn run(seed: u64, conns: usize, steps: usize, outside: bool) -> Result<Stats
         match (in_txn, action) {
             // Autocommit: a write, a failing write, BEGIN + write, a read
             // transaction, a served query, a declined one.
-            (false, 0) => drop(c.execute_batch(&write(&mut rng, &mut next_u))),
+            (false, 0) => {
+                let r = c.execute_batch(&write(&mut rng, &mut next_u));
+                waited(c, r)?;
+            }
             (false, 1) => drop(c.execute_batch(&failing(&mut rng))),
             // As applications do, a transaction whose first write fails
             // (another connection holds the write lock) is rolled back.
             (false, 2) => {
-                if c.execute_batch(&format!("BEGIN; {}", write(&mut rng, &mut next_u)))
-                    .is_err()
-                    && !c.sqlite().is_autocommit()
-                {
+                let r = c.execute_batch(&format!("BEGIN; {}", write(&mut rng, &mut next_u)));
+                let failed = r.is_err();
+                waited(c, r)?;
+                if failed && !c.sqlite().is_autocommit() {
                     c.execute_batch("ROLLBACK")?;
                 }
             }
@@ -127,7 +154,10 @@ pub fn run(seed: u64, conns: usize, steps: usize, outside: bool) -> Result<Stats
             (false, 4) => check(c, rng.pick::<&str>(&SERVED), &mut st).with_context(ctx)?,
             (false, _) => check(c, DECLINED, &mut st).with_context(ctx)?,
             // In a transaction.
-            (true, 0) => drop(c.execute_batch(&write(&mut rng, &mut next_u))),
+            (true, 0) => {
+                let r = c.execute_batch(&write(&mut rng, &mut next_u));
+                waited(c, r)?;
+            }
             (true, 1) => drop(c.execute_batch(&failing(&mut rng))),
             (true, 2) => drop(c.execute_batch(&format!("SAVEPOINT s{}", rng.below(2)))),
             (true, 3) => drop(c.execute_batch(&format!("ROLLBACK TO s{}", rng.below(2)))),
@@ -149,6 +179,19 @@ pub fn run(seed: u64, conns: usize, steps: usize, outside: bool) -> Result<Stats
         st.external_rebuilds += external_rebuilds(c)?;
     }
     Ok(st)
+}
+
+/// A connection whose busy handler counts its calls and gives up at once:
+/// a second writer must fail at once, as the schedule is one thread.
+fn counted(path: &std::path::Path) -> Result<(Connection, Arc<AtomicUsize>)> {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut db = rusqlite::Connection::open(path)?;
+    let count = calls.clone();
+    db.busy_handler(Some(move |_: i32| {
+        count.fetch_add(1, Ordering::Relaxed);
+        false
+    }))?;
+    Ok((Connection::wrap(db)?, calls))
 }
 
 /// The plane's answer against SQLite's on the same connection.

@@ -78,7 +78,7 @@ impl Image {
         let mut w = Vec::with_capacity(64 + self.cells.len() * (16 + 48 * self.foreign.len()));
         w.extend_from_slice(MAGIC);
         w.push(VERSION);
-        w.push(u8::from(self.full) * FULL | u8::from(self.fault.is_some()) * FAULT);
+        w.push((u8::from(self.full) * FULL) | (u8::from(self.fault.is_some()) * FAULT));
         put_u32(&mut w, self.dims.len());
         put_u32(&mut w, self.foreign.len());
         for d in &self.dims {

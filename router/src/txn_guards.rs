@@ -145,23 +145,30 @@ impl Unhalted {
 /// SQLite's default `max_page_count` (`SQLITE_MAX_PAGE_COUNT`).
 const DEFAULT_MAX_PAGE_COUNT: i64 = 0xfffffffe;
 
-/// Whether running `sql` with the guards of main in the schema could keep
-/// other rows than plain SQLite (see the module): it writes one of the
-/// `guarded` tables of main, and a STRICT or AUTOINCREMENT table, or
-/// anything through a trigger with recursive triggers on, or anything under
-/// a lowered page limit. A statement that does not prepare writes nothing
-/// (its error comes from running it).
-pub(crate) fn guards_matter(
+/// One table a statement writes: its schema, its name, and whether a
+/// trigger writes it.
+pub(crate) struct Write {
+    schema: String,
+    table: String,
+    by_trigger: bool,
+}
+
+impl Write {
+    pub(crate) fn of_main(&self) -> bool {
+        self.schema == "main"
+    }
+}
+
+/// The tables `sql` writes, its triggers' writes included, as SQLite's
+/// authorizer names them while it compiles the statement (from the schema
+/// this connection holds in memory: compiling opens no transaction).
+/// `None`: the statement does not prepare (its error comes from running
+/// it).
+pub(crate) fn writes(
     db: &mut rusqlite::Connection,
     sql: &str,
-    guarded: &[String],
-    unhalted: Unhalted,
-) -> rusqlite::Result<bool> {
-    if !unhalted.possible() {
-        return Ok(false);
-    }
-    // (schema, table, written by a trigger)
-    let writes: Arc<Mutex<Vec<(String, String, bool)>>> = Arc::default();
+) -> rusqlite::Result<Option<Vec<Write>>> {
+    let writes: Arc<Mutex<Vec<Write>>> = Arc::default();
     let log = writes.clone();
     db.authorizer(Some(move |ctx: AuthContext<'_>| {
         let table = match ctx.action {
@@ -171,36 +178,72 @@ pub(crate) fn guards_matter(
             _ => None,
         };
         if let Some(t) = table {
-            log.lock().unwrap_or_else(|e| e.into_inner()).push((
-                ctx.database_name.unwrap_or("main").to_owned(),
-                t.to_owned(),
-                ctx.accessor.is_some(),
-            ));
+            log.lock().unwrap_or_else(|e| e.into_inner()).push(Write {
+                schema: ctx.database_name.unwrap_or("main").to_owned(),
+                table: t.to_owned(),
+                by_trigger: ctx.accessor.is_some(),
+            });
         }
         Authorization::Allow
     }))?;
     let prepared = db.prepare(sql).map(drop);
     db.authorizer(None::<fn(AuthContext<'_>) -> Authorization>)?;
     if prepared.is_err() {
-        return Ok(false);
+        return Ok(None);
     }
     let writes = std::mem::take(&mut *writes.lock().unwrap_or_else(|e| e.into_inner()));
+    Ok(Some(writes))
+}
+
+/// Take the write lock of main the way the statement that follows would:
+/// SQLite calls the busy handler only for a connection that holds no
+/// snapshot of the file (`sqlite3BtreeBeginTrans` retries only from
+/// `TRANS_NONE`), so a read of the schema before a transaction's first
+/// write would make that write fail at once with `SQLITE_BUSY` where plain
+/// SQLite waits out `busy_timeout`. A `DELETE … WHERE 0` of one of
+/// Pleroma's tables (the catalog lists every plane, so exists while one
+/// does) begins the write transaction of main alone and changes nothing:
+/// no row, no trigger, no statement journal (it is no multi-write), so no
+/// FTS savepoint. The caller hides it from the counters. `false`: `table`
+/// does not exist (another connection removed it), and nothing was done.
+pub(crate) fn lock_main(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<bool> {
+    let sql = format!("DELETE FROM main.{} WHERE 0", crate::catalog::quote(table));
+    match db.prepare_cached(&sql) {
+        Ok(mut stmt) => stmt.execute([]).map(|_| true),
+        Err(_) => Ok(false),
+    }
+}
+
+/// Whether running a statement that writes `writes` with the guards of main
+/// in the schema could keep other rows than plain SQLite (see the module):
+/// it writes one of the `guarded` tables of main, and a STRICT or
+/// AUTOINCREMENT table, or anything through a trigger with recursive
+/// triggers on, or anything under a lowered page limit.
+pub(crate) fn guards_matter(
+    db: &rusqlite::Connection,
+    writes: &[Write],
+    guarded: &[String],
+    unhalted: Unhalted,
+) -> rusqlite::Result<bool> {
+    if !unhalted.possible() {
+        return Ok(false);
+    }
     let writes_guarded = writes
         .iter()
-        .any(|(s, t, _)| s == "main" && guarded.iter().any(|g| g.eq_ignore_ascii_case(t)));
+        .any(|w| w.of_main() && guarded.iter().any(|g| g.eq_ignore_ascii_case(&w.table)));
     if !writes_guarded {
         return Ok(false);
     }
     if unhalted.limits
         || unhalted.vtabs
-        || (unhalted.recursion && writes.iter().any(|(_, _, by_trigger)| *by_trigger))
+        || (unhalted.recursion && writes.iter().any(|w| w.by_trigger))
     {
         return Ok(true);
     }
     if !unhalted.tables {
         return Ok(false);
     }
-    for (schema, table, _) in &writes {
+    for Write { schema, table, .. } in writes {
         let strict: Option<bool> = db
             .prepare_cached("SELECT strict FROM pragma_table_list WHERE schema = ?1 AND name = ?2")?
             .query_row([schema, table], |r| r.get(0))

@@ -213,7 +213,7 @@ fn a_statement_run_again_after_its_table_changed_has_the_new_columns() {
         sq.execute_batch(change).unwrap();
         let again = pl.query("SELECT * FROM t", &[]).unwrap();
         let stmt = sq.prepare("SELECT * FROM t").unwrap();
-        let names: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
+        let names: Vec<String> = stmt.column_names().map(str::to_owned).collect();
         assert_eq!(again.columns, names, "{change}");
         assert_eq!(
             again.rows,

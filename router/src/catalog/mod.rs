@@ -15,7 +15,7 @@ mod build;
 pub(crate) use build::*;
 
 /// The catalog table; one row per attached plane.
-const CATALOG: &str = "pleroma_catalog";
+pub(crate) const CATALOG: &str = "pleroma_catalog";
 /// The limb catalog; one row per join limb.
 const LIMBS: &str = "pleroma_limbs";
 

@@ -133,9 +133,10 @@ impl Connection {
                     ));
                 }
                 self.db.execute_batch("BEGIN")?;
-                let r = self
-                    .user_counters
-                    .hidden(&self.db, || persist::set_setting(&self.db, on));
+                let r = self.user_counters.hidden(&self.db, || {
+                    persist::lock_settings(&self.db)?;
+                    persist::set_setting(&self.db, on)
+                });
                 match r.and_then(|()| self.db.execute_batch("COMMIT")) {
                     Ok(()) => {}
                     Err(e) => {

@@ -334,15 +334,24 @@ impl Connection {
             // refuses writes meanwhile, and a later write persists.
             return Ok(());
         }
-        let began = if wait {
-            self.db.execute_batch("BEGIN IMMEDIATE")
+        // Not waiting: a busy timeout is set to zero for the BEGIN and put
+        // back. `PRAGMA busy_timeout` reads 0 both with no handler (the
+        // BEGIN fails at once anyway) and with one the application set
+        // through `sqlite()`, which cannot be put back once replaced: that
+        // one is left alone and decides.
+        let old: i64 = if wait {
+            0
         } else {
-            let old: i64 = self.db.query_row("PRAGMA busy_timeout", [], |r| r.get(0))?;
+            self.db.query_row("PRAGMA busy_timeout", [], |r| r.get(0))?
+        };
+        let began = if old > 0 {
             self.db.busy_timeout(std::time::Duration::ZERO)?;
             let b = self.db.execute_batch("BEGIN IMMEDIATE");
             self.db
-                .busy_timeout(std::time::Duration::from_millis(old.max(0) as u64))?;
+                .busy_timeout(std::time::Duration::from_millis(old as u64))?;
             b
+        } else {
+            self.db.execute_batch("BEGIN IMMEDIATE")
         };
         if began.is_err() {
             return Ok(());

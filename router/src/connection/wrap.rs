@@ -222,6 +222,23 @@ impl Connection {
         if self.db.prepare_cached(sql).is_ok_and(|s| s.readonly()) {
             return Ok(false);
         }
+        // The transaction's first statement that touches main and writes
+        // it: take main's write lock first, as the statement would, so
+        // that the reads below find a transaction open and the busy
+        // handler runs (`txn_guards::lock_main`).
+        let untouched = self
+            .db
+            .transaction_state(Some(rusqlite::MAIN_DB))
+            .is_ok_and(|s| s == rusqlite::TransactionState::None);
+        if untouched && !crate::mutation::active(Mutation::BusyHandlerSkipped) {
+            let writes_main = crate::txn_guards::writes(&mut self.db, sql)?
+                .is_some_and(|w| w.iter().any(|w| w.of_main()));
+            if writes_main {
+                self.user_counters.hidden(&self.db, || {
+                    crate::txn_guards::lock_main(&self.db, crate::catalog::CATALOG)
+                })?;
+            }
+        }
         let unhalted = match self.txn.unhalted {
             Some(u) => u,
             None => {
@@ -245,7 +262,12 @@ impl Connection {
             .iter()
             .map(|e| e.def.table.clone())
             .collect();
-        let m = crate::txn_guards::guards_matter(&mut self.db, sql, &guarded, unhalted)?;
+        let m = match crate::txn_guards::writes(&mut self.db, sql)? {
+            Some(writes) => {
+                crate::txn_guards::guards_matter(&self.db, &writes, &guarded, unhalted)?
+            }
+            None => false,
+        };
         self.txn.guards_matter.insert(sql.to_owned(), m);
         Ok(m)
     }

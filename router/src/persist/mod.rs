@@ -65,6 +65,25 @@ pub(crate) fn setting_on(db: &rusqlite::Connection) -> rusqlite::Result<bool> {
     Ok(v.as_deref() != Some("off"))
 }
 
+/// The write lock of main for [`set_setting`], taken before it reads
+/// anything, with the busy handler (`txn_guards::lock_main`): of main
+/// alone, where `BEGIN IMMEDIATE` would lock every attached file (and the
+/// file twice when it is attached again).
+pub(crate) fn lock_settings(db: &rusqlite::Connection) -> rusqlite::Result<()> {
+    if !crate::txn_guards::lock_main(db, SETTINGS)? {
+        // Created as the transaction's first statement: no FTS table holds
+        // rows to write out at its savepoint, so none of
+        // `user_counters::schema_statement`'s reads (which would open a
+        // snapshot first) are needed.
+        db.execute_batch(&settings_ddl())?;
+    }
+    Ok(())
+}
+
+fn settings_ddl() -> String {
+    format!("CREATE TABLE IF NOT EXISTS main.{SETTINGS}(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+}
+
 /// `PRAGMA pleroma_persist = on | off`: record it; off also removes the
 /// persisted state and every guard (so plain SQLite programs can write the
 /// tables again, and planes are rebuilt on open). Inside the caller's
@@ -80,12 +99,7 @@ pub(crate) fn set_setting(db: &rusqlite::Connection, on: bool) -> rusqlite::Resu
         }
         crate::user_counters::schema_statement(db, &format!("DROP TABLE IF EXISTS main.{STATE}"))?;
     }
-    crate::user_counters::schema_statement(
-        db,
-        &format!(
-            "CREATE TABLE IF NOT EXISTS main.{SETTINGS}(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-        ),
-    )?;
+    crate::user_counters::schema_statement(db, &settings_ddl())?;
     db.execute(
         &format!("INSERT OR REPLACE INTO main.{SETTINGS}(key, value) VALUES ('persist', ?1)"),
         [if on { "on" } else { "off" }],
