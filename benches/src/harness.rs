@@ -170,9 +170,11 @@ enum Conn {
 }
 
 impl Conn {
-    fn query(&mut self, sql: &str) -> Result<Vec<Vec<Value>>> {
+    fn query(&mut self, sql: &str) -> Result<pleroma::Shared<Vec<Vec<Value>>>> {
         match self {
-            Conn::Sqlite(c) => sqlite_rows(c, sql).with_context(|| format!("sqlite: {sql}")),
+            Conn::Sqlite(c) => sqlite_rows(c, sql)
+                .map(Into::into)
+                .with_context(|| format!("sqlite: {sql}")),
             Conn::Pleroma(c) => Ok(c
                 .query(sql, &[])
                 .with_context(|| format!("pleroma: {sql}"))?
@@ -461,10 +463,13 @@ fn time_queries(
             if again != rows {
                 answers.push(Answer {
                     arm: *arm,
-                    rows: again,
+                    rows: again.into_inner(),
                 });
             }
-            answers.push(Answer { arm: *arm, rows });
+            answers.push(Answer {
+                arm: *arm,
+                rows: rows.into_inner(),
+            });
         }
         let mut loops = vec![(Vec::new(), Vec::new()); conns.len()];
         for pass in 0..2 {

@@ -154,8 +154,8 @@ struct ArmRun {
     first: Vec<f64>,
     trickle: Vec<f64>,
     /// Per round, per panel query; then the trickle answers.
-    panel_answers: Vec<Vec<Vec<Vec<Value>>>>,
-    trickle_answers: Vec<Vec<Vec<Value>>>,
+    panel_answers: Vec<Vec<pleroma::Shared<Vec<Vec<Value>>>>>,
+    trickle_answers: Vec<pleroma::Shared<Vec<Vec<Value>>>>,
     /// Route kinds of the panel's and the trickle's reads.
     routes: Vec<(&'static str, u64)>,
 }
@@ -278,7 +278,7 @@ pub fn run(rows: u64, opts: &Options) -> Result<Outcome> {
                 .iter()
                 .map(|(arm, r)| Answer {
                     arm: *arm,
-                    rows: r.panel_answers[round][q].clone(),
+                    rows: r.panel_answers[round][q].to_vec(),
                 })
                 .collect();
             verify(
@@ -294,7 +294,7 @@ pub fn run(rows: u64, opts: &Options) -> Result<Outcome> {
             .iter()
             .map(|(arm, r)| Answer {
                 arm: *arm,
-                rows: r.trickle_answers[i].clone(),
+                rows: r.trickle_answers[i].to_vec(),
             })
             .collect();
         verify(

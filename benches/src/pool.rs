@@ -62,7 +62,7 @@ pub const QUERIES: [(&str, &str); 2] = [
     ),
 ];
 
-fn query(c: &mut ArmConn, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+fn query(c: &mut ArmConn, sql: &str, params: &[Value]) -> Result<pleroma::Shared<Vec<Vec<Value>>>> {
     match c {
         ArmConn::Sqlite(s) => {
             let mut stmt = s.prepare_cached(sql)?;
@@ -76,7 +76,7 @@ fn query(c: &mut ArmConn, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>
                         .collect::<rusqlite::Result<Vec<Value>>>()?,
                 );
             }
-            Ok(out)
+            Ok(out.into())
         }
         ArmConn::Pleroma(p) => Ok(p
             .query(sql, params)
@@ -167,7 +167,7 @@ fn run_arm(arm: Arm, rows: u64, seed: u64, report: &mut Report) -> Result<ArmRun
                 out.answers.push((
                     format!("{name}('{country}') round {round} connection {i}"),
                     sql,
-                    rows,
+                    rows.into_inner(),
                 ));
             }
         }

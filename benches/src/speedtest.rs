@@ -112,7 +112,7 @@ fn suite(arm: Arm, rows: u64, seed: u64, pass: usize) -> Result<(Vec<Times>, Vec
     })?);
     let mut a = Vec::new();
     times.push(timed(|| {
-        a = c.query(SELECT)?;
+        a = c.query(SELECT)?.into_inner();
         Ok(())
     })?);
     answers.push(a);
@@ -121,7 +121,7 @@ fn suite(arm: Arm, rows: u64, seed: u64, pass: usize) -> Result<(Vec<Times>, Vec
     })?);
     let mut a = Vec::new();
     times.push(timed(|| {
-        a = c.query(SELECT)?;
+        a = c.query(SELECT)?.into_inner();
         Ok(())
     })?);
     answers.push(a);
@@ -170,10 +170,22 @@ fn suite(arm: Arm, rows: u64, seed: u64, pass: usize) -> Result<(Vec<Times>, Vec
     })?);
     // What every arm must agree on before the tables go (the plane serves
     // the t1 total on its arm).
-    answers.push(c.query("SELECT COUNT(*), SUM(f2), SUM(f3) FROM t1")?);
-    answers.push(c.query("SELECT COUNT(*), SUM(f1), SUM(f2) FROM t2")?);
-    answers.push(c.query("SELECT COUNT(*), SUM(f2), SUM(f3) FROM t3")?);
-    answers.push(c.query("SELECT COUNT(*), SUM(f2), SUM(f3) FROM t4")?);
+    answers.push(
+        c.query("SELECT COUNT(*), SUM(f2), SUM(f3) FROM t1")?
+            .into_inner(),
+    );
+    answers.push(
+        c.query("SELECT COUNT(*), SUM(f1), SUM(f2) FROM t2")?
+            .into_inner(),
+    );
+    answers.push(
+        c.query("SELECT COUNT(*), SUM(f2), SUM(f3) FROM t3")?
+            .into_inner(),
+    );
+    answers.push(
+        c.query("SELECT COUNT(*), SUM(f2), SUM(f3) FROM t4")?
+            .into_inner(),
+    );
     times.push(timed(|| {
         c.exec("BEGIN", &[])?;
         c.batch("DROP TABLE t1; DROP TABLE t2; DROP TABLE t3; DROP TABLE t4;")?;

@@ -102,9 +102,9 @@ impl ArmConn {
         Ok(())
     }
 
-    pub fn query(&mut self, sql: &str) -> Result<Vec<Vec<Value>>> {
+    pub fn query(&mut self, sql: &str) -> Result<pleroma::Shared<Vec<Vec<Value>>>> {
         match self {
-            ArmConn::Sqlite(c) => Ok(harness::sqlite_rows(c, sql)?),
+            ArmConn::Sqlite(c) => Ok(harness::sqlite_rows(c, sql)?.into()),
             ArmConn::Pleroma(c) => Ok(c
                 .query(sql, &[])
                 .with_context(|| format!("pleroma: {sql}"))?
@@ -306,7 +306,7 @@ fn single_rows(
     }
     drop(c);
     remove_db(&path);
-    Ok(answer)
+    Ok(answer.into_inner())
 }
 
 /// Plain SQLite reading the plane's seven columns of every row: the floor

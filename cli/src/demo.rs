@@ -147,7 +147,7 @@ fn race(rows: u64, path: &Path) -> Result<ExitCode> {
             if wrong.is_none() && !same_answer(&want, &rows, sql) {
                 wrong = Some(rows.clone());
             }
-            Ok(rows)
+            Ok(rows.into_inner())
         })?
         .1;
         if let Some(got) = &wrong {

@@ -402,11 +402,12 @@ mod tests {
 
     fn sample() -> Rows {
         Rows {
-            columns: vec!["i".into(), "s".into()],
+            columns: vec!["i".into(), "s".into()].into(),
             rows: vec![
                 vec![Value::Integer(1), Value::Text("a,b".into())],
                 vec![Value::Null, Value::Text("é".into())],
-            ],
+            ]
+            .into(),
         }
     }
 
@@ -469,13 +470,15 @@ mod tests {
                 "parent".into(),
                 "notused".into(),
                 "detail".into(),
-            ],
+            ]
+            .into(),
             rows: vec![
                 row(2, 0, "SCAN f"),
                 row(5, 0, "LIST SUBQUERY 1"),
                 row(7, 5, "SCAN c"),
                 row(9, 0, "USE TEMP B-TREE"),
-            ],
+            ]
+            .into(),
         };
         let mut out = Vec::new();
         query_plan(&mut out, &plan).unwrap();

@@ -620,7 +620,8 @@ fn params_note(params: &[Value]) -> String {
 }
 
 fn answer(r: pleroma::Result<pleroma::Rows>) -> Answer {
-    r.map(|r| (r.columns, r.rows)).map_err(|e| e.to_string())
+    r.map(|r| (r.columns.into_inner(), r.rows.into_inner()))
+        .map_err(|e| e.to_string())
 }
 
 /// Compare two answers as `order` says.

@@ -196,7 +196,10 @@ fn counted(path: &std::path::Path) -> Result<(Connection, Arc<AtomicUsize>)> {
 
 /// The plane's answer against SQLite's on the same connection.
 fn check(c: &mut Connection, q: &str, st: &mut Stats) -> Result<()> {
-    let got = c.query(q, &[]).map(|r| r.rows).map_err(|e| e.to_string());
+    let got = c
+        .query(q, &[])
+        .map(|r| r.rows.into_inner())
+        .map_err(|e| e.to_string());
     let route = c.last_route().kind;
     let want = sqlite_rows(c.sqlite(), q).map_err(|e| e.to_string());
     st.checked += 1;

@@ -167,6 +167,9 @@ impl Pred {
 }
 
 /// Grouped accumulators for one slice.
+/// How many groups a slice makes room for before it has seen one.
+const GROUPS_ROOM: usize = 64;
+
 struct Groups {
     /// Distinct group-by dimensions: (dimension, shift and mask in the
     /// joint key, offset in the group key).
@@ -234,7 +237,7 @@ impl Groups {
                 off += layout.bits[d];
             }
         }
-        let fresh = q
+        let fresh: Vec<Acc> = q
             .aggs
             .iter()
             .map(|a| match *a {
@@ -256,13 +259,21 @@ impl Groups {
                 },
             })
             .collect();
+        // Room for the groups there can be, up to a few dozen, so that
+        // the usual dashboard slice never grows its vectors.
+        let room = if off <= TABLE_BITS {
+            1usize << off
+        } else {
+            usize::MAX
+        }
+        .min(GROUPS_ROOM);
         let mut g = Groups {
             gdims,
             table: (off <= TABLE_BITS).then(|| vec![u32::MAX; 1 << off]),
             map: AHashMap::new(),
-            keys: Vec::new(),
+            keys: Vec::with_capacity(room),
+            accs: Vec::with_capacity(room * fresh.len()),
             fresh,
-            accs: Vec::new(),
             unknown: Vec::new(),
         };
         if q.group_by.is_empty() {

@@ -112,7 +112,7 @@ pub(crate) fn dim_to_value(v: &DimValue) -> Value {
     match v {
         DimValue::Null => Value::Null,
         DimValue::Int(i) => Value::Integer(*i),
-        DimValue::Text(s) => Value::Text(s.to_string()),
+        DimValue::Text(s) => Value::Text(String::from(&**s)),
     }
 }
 

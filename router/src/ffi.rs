@@ -1,6 +1,7 @@
 //! Every raw SQLite call Pleroma makes: `sqlite3_complete`, the pre-update
 //! hook, WAL snapshots (the identity of a committed state, for shared
-//! planes), the transaction state and the connection counters. rusqlite wraps everything else.
+//! planes), the transaction state, the connection counters and the
+//! read path's `PRAGMA data_version`. rusqlite wraps everything else.
 //!
 //! The pre-update hook is registered here rather than through rusqlite's
 //! `preupdate_hook` feature, which turns on bindgen (and so needs libclang
@@ -306,4 +307,86 @@ impl Drop for WalSnapshot {
         // SAFETY: we own the snapshot and free it exactly once.
         unsafe { ffi::sqlite3_snapshot_free(self.0) }
     }
+}
+
+/// `PRAGMA data_version`, prepared once and stepped directly. The read path
+/// asks it before every plane answer (the only way to see another
+/// process's commit), and through rusqlite's statement cache it cost half
+/// again SQLite's own work (`docs/benchmarks.md`, issue 20). Finalized when
+/// dropped, which must happen while its connection is open.
+pub(crate) struct DataVersion {
+    db: *mut ffi::sqlite3,
+    stmt: *mut ffi::sqlite3_stmt,
+}
+
+// SAFETY: the statement is only stepped through the connection that owns
+// it, from that connection's thread of the moment.
+unsafe impl Send for DataVersion {}
+
+impl DataVersion {
+    /// # Safety
+    ///
+    /// The returned statement keeps `db`'s raw handle: it must be dropped
+    /// while `db` is still open. (`Connection`'s `Drop` drops it first,
+    /// explicitly, whatever the order of its fields.)
+    pub unsafe fn prepare(db: &rusqlite::Connection) -> rusqlite::Result<DataVersion> {
+        // SAFETY: the handle is valid while `db` is open (the caller's
+        // contract covers the statement's life).
+        let handle = unsafe { db.handle() };
+        let mut stmt = std::ptr::null_mut();
+        // SAFETY: a valid handle, a NUL-terminated text, and an out pointer
+        // SQLite fills with a statement (or leaves null on error).
+        let rc = unsafe {
+            ffi::sqlite3_prepare_v2(
+                handle,
+                c"PRAGMA data_version".as_ptr(),
+                -1,
+                &mut stmt,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc != ffi::SQLITE_OK {
+            return Err(error(handle, rc));
+        }
+        Ok(DataVersion { db: handle, stmt })
+    }
+
+    /// Step the statement once, read its value, and reset it (which ends
+    /// the read transaction it began in autocommit).
+    pub fn read(&self) -> rusqlite::Result<i64> {
+        // SAFETY: `stmt` is a live statement of the open connection `db`
+        // (finalized only in `Drop`); step, column and reset are called in
+        // the order SQLite requires, the column only after a row.
+        unsafe {
+            let rc = ffi::sqlite3_step(self.stmt);
+            let v = (rc == ffi::SQLITE_ROW).then(|| ffi::sqlite3_column_int64(self.stmt, 0));
+            let reset = ffi::sqlite3_reset(self.stmt);
+            match v {
+                Some(v) => Ok(v),
+                None if rc == ffi::SQLITE_DONE => Err(error(self.db, reset)),
+                None => Err(error(self.db, rc)),
+            }
+        }
+    }
+}
+
+impl Drop for DataVersion {
+    fn drop(&mut self) {
+        // SAFETY: the connection is still open (see `prepare`), and the
+        // statement is finalized exactly once.
+        unsafe {
+            ffi::sqlite3_finalize(self.stmt);
+        }
+    }
+}
+
+/// The error SQLite reports for `rc` on `db`, as rusqlite would give it.
+fn error(db: *mut ffi::sqlite3, rc: c_int) -> rusqlite::Error {
+    // SAFETY: `db` is an open connection; `sqlite3_errmsg` returns a
+    // NUL-terminated text that stays valid until the next call on it, and
+    // is copied at once.
+    let msg = unsafe { CStr::from_ptr(ffi::sqlite3_errmsg(db)) }
+        .to_string_lossy()
+        .into_owned();
+    rusqlite::Error::SqliteFailure(ffi::Error::new(rc), Some(msg))
 }

@@ -49,7 +49,7 @@ pub use decline::Decline;
 pub use error::Error;
 pub use pleroma_plane::PlaneError;
 pub use route::{Counters, Route, RouteKind, RouteMode};
-pub use rows::Rows;
+pub use rows::{Rows, Shared};
 pub use rusqlite;
 pub use rusqlite::types::Value;
 

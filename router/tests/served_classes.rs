@@ -88,8 +88,8 @@ fn queries_outside_the_classes_are_declined_and_still_exact() {
     }
 }
 
-/// An answer is the caller's: changing it (the plane's or a memo hit's)
-/// leaves the memo as it was, and the next hit is still SQLite's.
+/// A memo hit hands out the memo's own answer (no copy): an answer the
+/// caller changes is the caller's, and the next hit is still SQLite's.
 #[test]
 fn a_changed_answer_leaves_the_memo_as_it_was() {
     use pleroma::{RouteKind, Value};

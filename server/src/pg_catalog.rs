@@ -156,8 +156,9 @@ fn list_relations(db: &rusqlite::Connection, l: &str) -> Result<Rows, ErrorInfo>
     Ok(Rows {
         columns: ["Schema", "Name", "Type", "Owner"]
             .map(String::from)
-            .to_vec(),
-        rows,
+            .to_vec()
+            .into(),
+        rows: rows.into(),
     })
 }
 
@@ -169,7 +170,10 @@ fn find_relation(db: &rusqlite::Connection, l: &str) -> Result<Rows, ErrorInfo> 
         .map(|r| vec![text(&r.oid.to_string()), text("public"), text(&r.name)])
         .collect();
     Ok(Rows {
-        columns: ["oid", "nspname", "relname"].map(String::from).to_vec(),
+        columns: ["oid", "nspname", "relname"]
+            .map(String::from)
+            .to_vec()
+            .into(),
         rows,
     })
 }
@@ -229,7 +233,10 @@ fn relation_info(db: &rusqlite::Connection, l: &str) -> Result<Rows, ErrorInfo> 
         .to_vec()],
         None => vec![],
     };
-    Ok(Rows { columns, rows })
+    Ok(Rows {
+        columns: columns.into(),
+        rows: rows.into(),
+    })
 }
 
 fn columns(db: &rusqlite::Connection, l: &str) -> Result<Rows, ErrorInfo> {
@@ -246,8 +253,8 @@ fn columns(db: &rusqlite::Connection, l: &str) -> Result<Rows, ErrorInfo> {
     .to_vec();
     let Some(rel) = relation_by_oid(db, l, "a.attrelid = ")? else {
         return Ok(Rows {
-            columns: names,
-            rows: vec![],
+            columns: names.into(),
+            rows: vec![].into(),
         });
     };
     let sqlite = |e: rusqlite::Error| from_router(&pleroma::Error::Sqlite(e));
@@ -281,8 +288,8 @@ fn columns(db: &rusqlite::Connection, l: &str) -> Result<Rows, ErrorInfo> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(sqlite)?;
     Ok(Rows {
-        columns: names,
-        rows,
+        columns: names.into(),
+        rows: rows.into(),
     })
 }
 

@@ -54,6 +54,19 @@ pub(crate) enum Class {
     D,
 }
 
+impl Class {
+    /// The route's reason for an answer of this class.
+    pub(crate) fn served(self) -> &'static str {
+        match self {
+            Class::T => "served (class T)",
+            Class::W => "served (class W)",
+            Class::G => "served (class G)",
+            Class::H => "served (class H)",
+            Class::D => "served (class D)",
+        }
+    }
+}
+
 impl fmt::Display for Class {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{self:?}")
@@ -204,4 +217,16 @@ pub(crate) struct Plan {
     /// Result column names, as SQLite names them (from its own prepare).
     pub columns: Vec<String>,
     pub param_count: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Class;
+
+    #[test]
+    fn a_served_reason_names_its_class() {
+        for c in [Class::T, Class::W, Class::G, Class::H, Class::D] {
+            assert_eq!(c.served(), format!("served (class {c})"));
+        }
+    }
 }

@@ -49,6 +49,9 @@ pub struct Connection {
     /// The pre-update hook; `Drop` drops it before `db` closes (its
     /// guard uses `db`'s handle: `ffi::PreUpdateHook::install`).
     pre_hook: Option<crate::ffi::PreUpdateHook>,
+    /// `PRAGMA data_version`, prepared once; `Drop` finalizes it before
+    /// `db` closes (`ffi::DataVersion::prepare`).
+    version: Option<crate::ffi::DataVersion>,
     pub(crate) shared: Arc<Mutex<Planes>>,
     cache: AHashMap<String, Arc<Classified>>,
     txn: TxnState,
@@ -110,12 +113,15 @@ impl Connection {
         // SAFETY: `Drop for Connection` drops `pre_hook` before `db`
         // closes (explicitly, not by the order of the fields).
         let pre_hook = Some(unsafe { hook::install(&mut db, &shared)? });
+        // SAFETY: as the hook, dropped first by `Drop for Connection`.
+        let version = Some(unsafe { crate::ffi::DataVersion::prepare(&db)? });
         let database = Database::for_connection(&db);
         let persist_on = persist::setting_on(&db)?;
         let member = database.join();
         let mut conn = Connection {
             db,
             pre_hook,
+            version,
             shared,
             cache: AHashMap::new(),
             txn: TxnState::default(),
@@ -262,7 +268,10 @@ impl Connection {
     }
 
     fn read_data_version(&self) -> Result<i64> {
-        Ok(data_version(&self.db)?)
+        match &self.version {
+            Some(v) => Ok(v.read()?),
+            None => Ok(data_version(&self.db)?),
+        }
     }
 
     /// The one path every statement takes.
@@ -332,6 +341,7 @@ impl Drop for Connection {
         }
         hook::uninstall(&mut self.db);
         self.pre_hook = None;
+        self.version = None;
     }
 }
 
@@ -378,7 +388,9 @@ fn exec(
         }
     }
     drop(rows);
-    out.columns = stale.unwrap_or_else(|| stmt.column_names().map(str::to_owned).collect());
+    out.columns = stale
+        .unwrap_or_else(|| stmt.column_names().map(str::to_owned).collect())
+        .into();
     Ok((out, db.changes() as usize))
 }
 

@@ -104,7 +104,7 @@ impl Connection {
             Pragma::Planes => Ok(self.lock().planes_rows()),
             Pragma::Explain { sql } => self.explain(&sql),
             Pragma::Route(None) => Ok(Rows {
-                columns: vec!["pleroma_route".into()],
+                columns: vec!["pleroma_route".into()].into(),
                 rows: vec![vec![Value::Text(
                     match self.mode {
                         RouteMode::Auto => "auto",
@@ -112,17 +112,19 @@ impl Connection {
                         RouteMode::Plane => "plane",
                     }
                     .into(),
-                )]],
+                )]]
+                .into(),
             }),
             Pragma::Route(Some(mode)) => {
                 self.mode = mode;
                 Ok(Rows::default())
             }
             Pragma::Persist(None) => Ok(Rows {
-                columns: vec!["pleroma_persist".into()],
+                columns: vec!["pleroma_persist".into()].into(),
                 rows: vec![vec![Value::Text(
                     if self.persisted.on { "on" } else { "off" }.into(),
-                )]],
+                )]]
+                .into(),
             }),
             Pragma::Persist(Some(on)) => {
                 self.require_no_txn("pleroma_persist")?;

@@ -3,6 +3,8 @@
 //! `pleroma_explain`. Nothing here writes: a statement that may write goes
 //! to [`Connection::run_engine`] (`write.rs`).
 
+use std::borrow::Cow;
+
 use super::*;
 
 impl Connection {
@@ -157,9 +159,18 @@ impl Connection {
             return self.try_plane(sql, params, Some(true));
         }
         // The memo: an exact earlier answer, while no plane has changed.
-        let key = format!("{sql}\0{params:?}");
+        // Its key is the text, and the parameters after a NUL (which a
+        // text without one cannot end with: SQLite stops reading at a NUL,
+        // so such a text is never memoized).
+        let memo_key = (!sql.contains('\0')).then(|| {
+            if params.is_empty() {
+                Cow::Borrowed(sql)
+            } else {
+                Cow::Owned(format!("{sql}\0{params:?}"))
+            }
+        });
         let writes = self.lock().writes();
-        if let Some(m) = self.memo.get(&key) {
+        if let Some(m) = memo_key.as_deref().and_then(|k| self.memo.get(k)) {
             if m.writes == writes {
                 let rows = m.rows.clone();
                 self.counters.memo += 1;
@@ -210,9 +221,9 @@ impl Connection {
                 self.last_route = route;
                 // A residue may read other tables and `'now'`, which the
                 // planes' write counter does not follow: not memoized.
-                if !matches!(&*class, Classified::Residue(_)) {
+                if let (false, Some(key)) = (matches!(&*class, Classified::Residue(_)), memo_key) {
                     self.memo.insert(
-                        key,
+                        key.into_owned(),
                         Memo {
                             writes,
                             rows: rows.clone(),
@@ -316,13 +327,15 @@ impl Connection {
                 "reason".into(),
                 "plane_cost".into(),
                 "engine_cost".into(),
-            ],
+            ]
+            .into(),
             rows: vec![vec![
                 Value::Text(route.into()),
                 Value::Text(reason),
                 f(plane_cost),
                 f(engine_cost),
-            ]],
+            ]]
+            .into(),
         })
     }
 }

@@ -72,7 +72,7 @@ pub(crate) fn answer(
     let rows = entry.plane.rows() as f64;
     let route = Route {
         kind: RouteKind::Plane,
-        reason: format!("served (class {})", plan.class),
+        reason: plan.class.served().to_owned(),
         table: Some(plan.table.clone()),
         plane_cost: Some(est),
         engine_cost: Some(rows),
@@ -96,38 +96,39 @@ pub(crate) fn answer(
         }
     };
     let plane = &entry.plane;
-    // Per group: the output values, then hidden sort keys.
-    let mut out: Vec<(Vec<Value>, Vec<Value>, Vec<Value>)> =
-        Vec::with_capacity(result.groups.len());
+    // Every kept group's values in one buffer: its group columns, then its
+    // aggregates (one allocation for them all, not a few per group).
+    let keys = plan.group_by.len();
+    let stride = keys + plan.aggs.len();
+    let mut vals: Vec<Value> = Vec::with_capacity(result.groups.len() * stride);
+    let mut kept = 0usize;
     // Groups with a SUM past i64: SQLite raises "integer overflow" when it
     // finalizes one; `None` when HAVING rejects the group on group columns
     // alone (SQLite may move such terms into WHERE and never finalize it).
     let mut overflow = false;
     let mut overflow_unsure = false;
     for g in &result.groups {
-        let keys: Vec<Value> = g
-            .key
-            .iter()
-            .zip(&plan.group_by)
-            .map(|(&c, &d)| dim_to_value(plane.dict(d).value(c)))
-            .collect();
-        let mut aggs = Vec::with_capacity(plan.aggs.len());
+        let start = vals.len();
+        vals.extend(
+            g.key
+                .iter()
+                .zip(&plan.group_by)
+                .map(|(&c, &d)| dim_to_value(plane.dict(d).value(c))),
+        );
         let mut group_overflow = false;
         for (a, v) in plan.aggs.iter().zip(&g.values) {
             match agg_value(*a, v) {
-                Ok(v) => aggs.push(v),
+                Ok(v) => vals.push(v),
                 Err(AggErr::Overflow) => {
                     group_overflow = true;
-                    aggs.push(Value::Null);
+                    vals.push(Value::Null);
                 }
                 Err(AggErr::Unsure(r)) => return Ok(Outcome::Declined(r, Some(route))),
             }
         }
-        let val = |e: &OutExpr| match *e {
-            OutExpr::Group(i) => keys[i].clone(),
-            OutExpr::Agg(i) => aggs[i].clone(),
-        };
-        if group_overflow {
+        let group = &vals[start..];
+        let val = |e: &OutExpr| group[slot(keys, e)].clone();
+        let keep = if group_overflow {
             match plan
                 .having
                 .as_ref()
@@ -138,18 +139,21 @@ pub(crate) fn answer(
                 Ok(Some(false)) => overflow_unsure = true,
                 Err(r) => return Ok(Outcome::Declined(r.into(), Some(route))),
             }
-            continue;
-        }
-        if let Some(h) = &plan.having {
+            false
+        } else if let Some(h) = &plan.having {
             match eval_having(h, &val, params) {
-                Ok(Some(true)) => {}
-                Ok(_) => continue,
+                Ok(Some(true)) => true,
+                Ok(_) => false,
                 Err(r) => return Ok(Outcome::Declined(r.into(), Some(route))),
             }
+        } else {
+            true
+        };
+        if keep {
+            kept += 1;
+        } else {
+            vals.truncate(start);
         }
-        let row: Vec<Value> = plan.outputs.iter().map(val).collect();
-        let sort: Vec<Value> = plan.order_by.iter().map(|t| val(&t.e)).collect();
-        out.push((row, sort, keys));
     }
     if overflow_unsure && !overflow {
         return Ok(Outcome::Declined(Decline::SumOverflowHaving, Some(route)));
@@ -165,9 +169,13 @@ pub(crate) fn answer(
         }
         return Err(integer_overflow());
     }
+    let group = |i: usize| &vals[i * stride..(i + 1) * stride];
     let null_order = crate::mutation::active(Mutation::NullOrder);
-    out.sort_by(|a, b| {
-        for (t, (x, y)) in plan.order_by.iter().zip(a.1.iter().zip(&b.1)) {
+    let mut order: Vec<usize> = (0..kept).collect();
+    order.sort_by(|&a, &b| {
+        let (ga, gb) = (group(a), group(b));
+        for t in &plan.order_by {
+            let (x, y) = (&ga[slot(keys, &t.e)], &gb[slot(keys, &t.e)]);
             let o = match (x, y) {
                 (Value::Null, Value::Null) => Ordering::Equal,
                 (Value::Null, _) => null_side(t.nulls_first ^ null_order),
@@ -180,8 +188,9 @@ pub(crate) fn answer(
             }
         }
         // SQLite emits groups in group-key order.
-        a.2.iter()
-            .zip(&b.2)
+        ga[..keys]
+            .iter()
+            .zip(&gb[..keys])
             .map(|(x, y)| sort_cmp(x, y))
             .find(|o| *o != Ordering::Equal)
             .unwrap_or(Ordering::Equal)
@@ -205,19 +214,34 @@ pub(crate) fn answer(
         Ok(_) => usize::MAX,
         Err(r) => return Ok(Outcome::Declined(r.into(), Some(route))),
     };
-    let rows = out
+    let rows = order
         .into_iter()
         .skip(offset)
         .take(limit)
-        .map(|(r, ..)| r)
+        .map(|i| {
+            let g = group(i);
+            plan.outputs
+                .iter()
+                .map(|e| g[slot(keys, e)].clone())
+                .collect()
+        })
         .collect();
     Ok(Outcome::Served(
         Rows {
-            columns: plan.columns.clone(),
+            columns: plan.columns.clone().into(),
             rows,
         },
         route,
     ))
+}
+
+/// Where an output's value sits among a group's values: its group columns
+/// (`keys` of them), then its aggregates.
+fn slot(keys: usize, e: &OutExpr) -> usize {
+    match *e {
+        OutExpr::Group(i) => i,
+        OutExpr::Agg(i) => keys + i,
+    }
 }
 
 fn null_side(nulls_first: bool) -> Ordering {

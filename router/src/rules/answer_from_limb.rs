@@ -252,7 +252,7 @@ pub(crate) fn answer(shared: &Planes, plan: &JoinPlan, params: &[Value]) -> Resu
     };
     Ok(Outcome::Served(
         Rows {
-            columns: plan.columns.clone(),
+            columns: plan.columns.clone().into(),
             rows: out.into_iter().map(|(r, _)| r).collect(),
         },
         route,

@@ -265,8 +265,8 @@ pub(crate) fn answer(
     }
     let n = plan.columns.len();
     let mut out = Rows {
-        columns: plan.columns.clone(),
-        rows: Vec::new(),
+        columns: plan.columns.clone().into(),
+        rows: Vec::new().into(),
     };
     let mut rows = stmt.query(rusqlite::params_from_iter(params.iter()))?;
     while let Some(row) = rows.next()? {

@@ -34,7 +34,7 @@ impl Pair {
         let a = self
             .pl
             .query(sql, params)
-            .map(|r| r.rows)
+            .map(|r| r.rows.into_inner())
             .map_err(|e| e.to_string());
         let b = sqlite_rows(&self.sq, sql, params);
         let ordered = sql.to_ascii_lowercase().contains("order by");
@@ -104,7 +104,10 @@ pub fn twin_script(
             continue;
         }
         if s.to_ascii_uppercase().starts_with("SELECT") {
-            let a = pl.query(s, &[]).map(|r| r.rows).map_err(|e| e.to_string());
+            let a = pl
+                .query(s, &[])
+                .map(|r| r.rows.into_inner())
+                .map_err(|e| e.to_string());
             let b = sqlite_rows(sq, s, &[]);
             assert_eq!(a, b, "{s} (route {:?})", pl.last_route());
             routes.push(pl.last_route().kind);
