@@ -390,3 +390,12 @@ fn error(db: *mut ffi::sqlite3, rc: c_int) -> rusqlite::Error {
         .into_owned();
     rusqlite::Error::SqliteFailure(ffi::Error::new(rc), Some(msg))
 }
+
+/// Whether a file other than main and temp is attached
+/// (`sqlite3_db_name`, which reads the connection's list and opens no
+/// transaction).
+pub(crate) fn attached_files(db: &rusqlite::Connection) -> bool {
+    // SAFETY: the handle is valid for the life of `db`; index 2 is the
+    // first attached file, and SQLite returns null past the last one.
+    unsafe { !ffi::sqlite3_db_name(db.handle(), 2).is_null() }
+}

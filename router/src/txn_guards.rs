@@ -208,9 +208,14 @@ pub(crate) fn writes(
 /// does not exist (another connection removed it), and nothing was done.
 pub(crate) fn lock_main(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<bool> {
     let sql = format!("DELETE FROM main.{} WHERE 0", crate::catalog::quote(table));
-    match db.prepare_cached(&sql) {
-        Ok(mut stmt) => stmt.execute([]).map(|_| true),
-        Err(_) => Ok(false),
+    let Ok(mut stmt) = db.prepare_cached(&sql) else {
+        return Ok(false);
+    };
+    match stmt.execute([]) {
+        Ok(_) => Ok(true),
+        // The table went away since this connection read the schema.
+        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::Unknown) => Ok(false),
+        Err(e) => Err(e),
     }
 }
 

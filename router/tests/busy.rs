@@ -229,3 +229,50 @@ fn the_applications_busy_handler_stays() {
     c.execute_batch("INSERT INTO u VALUES (1)").unwrap();
     assert_eq!(calls.load(Ordering::Relaxed), 2);
 }
+
+/// With another file attached whose write lock is held, Pleroma's own
+/// writes (the ATTACH's state row, the wrap of an autocommit write to main)
+/// lock main alone: plain SQLite waits for nobody there, and neither may
+/// Pleroma.
+#[test]
+fn an_attached_files_writer_is_not_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, plane: bool| {
+        let path = file(&dir, &format!("{name}.db"), "", plane);
+        let aux = dir.path().join(format!("{name}-aux.db"));
+        rusqlite::Connection::open(&aux)
+            .unwrap()
+            .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE h(x)")
+            .unwrap();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let holder = hold(&aux);
+        let db = contended_by(&path, &calls, &holder);
+        let script = [
+            format!("ATTACH '{}' AS aux", aux.display()),
+            "INSERT INTO t(g, m) VALUES (5, 5)".to_owned(),
+            "BEGIN; SELECT COUNT(*) FROM aux.h; INSERT INTO u VALUES (1); COMMIT".to_owned(),
+        ];
+        let (results, db) = if plane {
+            let mut c = Connection::wrap(db).unwrap();
+            let r: Vec<Result<(), String>> = script
+                .iter()
+                .map(|s| c.execute_batch(s).map_err(|e| e.to_string()))
+                .collect();
+            (r, rows(c.sqlite()))
+        } else {
+            let r: Vec<Result<(), String>> = script
+                .iter()
+                .map(|s| db.execute_batch(s).map_err(|e| e.to_string()))
+                .collect();
+            (r, rows(&db))
+        };
+        Outcome {
+            results,
+            calls: calls.load(Ordering::Relaxed),
+            rows: db,
+        }
+    };
+    let want = run("plain", false);
+    assert_eq!(want.calls, 0, "plain SQLite did not wait: {want:?}");
+    assert_eq!(run("pleroma", true), want);
+}

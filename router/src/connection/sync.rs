@@ -346,12 +346,12 @@ impl Connection {
         };
         let began = if old > 0 {
             self.db.busy_timeout(std::time::Duration::ZERO)?;
-            let b = self.db.execute_batch("BEGIN IMMEDIATE");
+            let b = self.begin_writing_main();
             self.db
                 .busy_timeout(std::time::Duration::from_millis(old as u64))?;
             b
         } else {
-            self.db.execute_batch("BEGIN IMMEDIATE")
+            self.begin_writing_main()
         };
         if began.is_err() {
             return Ok(());

@@ -51,10 +51,7 @@ impl Connection {
         kind: &StmtKind,
     ) -> Result<(Rows, usize)> {
         let _commit = self.database.commit_in_flight();
-        let begun = self
-            .db
-            .prepare_cached("BEGIN IMMEDIATE")
-            .and_then(|mut s| s.execute([]));
+        let begun = self.begin_writing_main();
         if let Err(e) = begun {
             if e.sqlite_error_code() != Some(rusqlite::ErrorCode::ReadOnly) {
                 return Err(e.into());
@@ -187,6 +184,38 @@ impl Connection {
         drop(shared);
         self.persisted.rolled_back();
         err
+    }
+
+    /// Begin a transaction that holds main's write lock, and no other file's:
+    /// `BEGIN IMMEDIATE` locks every attached file, so with one attached
+    /// Pleroma's own write (the wrap of an autocommit statement, a state
+    /// row) would wait for, and block, that file's writers where plain
+    /// SQLite does not. Then a deferred `BEGIN` and
+    /// `txn_guards::lock_main` (hidden from the counters) take main's lock
+    /// alone.
+    pub(super) fn begin_writing_main(&self) -> rusqlite::Result<()> {
+        if !crate::ffi::attached_files(&self.db) {
+            return self
+                .db
+                .prepare_cached("BEGIN IMMEDIATE")
+                .and_then(|mut s| s.execute([]))
+                .map(drop);
+        }
+        self.db.prepare_cached("BEGIN")?.execute([])?;
+        let locked = self.user_counters.hidden(&self.db, || {
+            crate::txn_guards::lock_main(&self.db, crate::catalog::CATALOG)
+        });
+        match locked {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                self.db.execute_batch("ROLLBACK")?;
+                self.db.execute_batch("BEGIN IMMEDIATE")
+            }
+            Err(e) => {
+                let _ = self.db.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
     }
 
     /// Inside an explicit transaction on a file with persisted planes: drop
