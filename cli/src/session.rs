@@ -92,7 +92,12 @@ impl Session {
     pub(crate) fn open(path: Option<&Path>) -> anyhow::Result<Session> {
         let conn = match path {
             Some(p) => {
-                Connection::open(p).with_context(|| format!("cannot open {}", p.display()))?
+                // As in the `sqlite3` program, no busy timeout until the
+                // script sets one (rusqlite's connections start with 5 s).
+                let db = rusqlite::Connection::open(p)
+                    .with_context(|| format!("cannot open {}", p.display()))?;
+                db.busy_timeout(std::time::Duration::ZERO)?;
+                Connection::wrap(db).with_context(|| format!("cannot open {}", p.display()))?
             }
             None => Connection::open_in_memory()?,
         };
