@@ -32,7 +32,7 @@ pub(crate) fn split_statements(sql: &str) -> Vec<&str> {
 /// such lines instead of waiting for a `;` after them).
 pub fn is_blank(text: &str) -> bool {
     // Inside an open `/* ...` a `;` is no terminator: not complete.
-    !crate::tokenize::has_code(text) && is_complete(&format!("{text}\n;"))
+    !crate::tokenize::has_code(text) && is_complete(format!("{text}\n;"))
 }
 
 fn push(out: &mut Vec<Range<usize>>, sql: &str, r: Range<usize>) {
