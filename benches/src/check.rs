@@ -10,7 +10,7 @@ use std::cmp::Ordering;
 
 use rusqlite::types::Value;
 
-use crate::harness::{Answer, Arm};
+use crate::workload::{Answer, Arm};
 
 const REL_TOL: f64 = 1e-9;
 

@@ -15,7 +15,7 @@ use rusqlite::types::{Value, ValueRef};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::harness::{Options, Workload};
+use crate::workload::{Options, Workload};
 
 const SCRIPT: &str = include_str!("../duckdb_arm.py");
 

@@ -8,7 +8,6 @@
 //! every arm, then loop 2) so that drift on a shared machine hits them alike.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -17,89 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::check;
 use crate::duckdb;
-
-/// One query of a workload.
-#[derive(Clone, Debug)]
-pub struct Query {
-    pub name: String,
-    pub sql: String,
-    /// The seed's class (W, G, H, D, X, T, ...), or "" where the workload has none.
-    pub class: String,
-}
-
-impl Query {
-    pub fn new(name: &str, sql: &str, class: &str) -> Query {
-        Query {
-            name: name.into(),
-            sql: sql.into(),
-            class: class.into(),
-        }
-    }
-}
-
-/// A read workload: a cached database, the planes to attach, the queries.
-#[derive(Clone, Debug)]
-pub struct Workload {
-    pub name: String,
-    pub rows: u64,
-    pub path: PathBuf,
-    pub plane_pragmas: Vec<String>,
-    /// Tables the DuckDB arm loads.
-    pub tables: Vec<String>,
-    pub queries: Vec<Query>,
-}
-
-/// A side of the comparison.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Arm {
-    Sqlite,
-    Engine,
-    Plane,
-    Duckdb,
-}
-
-impl Arm {
-    pub const ALL: [Arm; 4] = [Arm::Sqlite, Arm::Engine, Arm::Plane, Arm::Duckdb];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Arm::Sqlite => "sqlite",
-            Arm::Engine => "engine",
-            Arm::Plane => "plane",
-            Arm::Duckdb => "duckdb",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Arm> {
-        Arm::ALL
-            .into_iter()
-            .find(|a| a.name() == s.trim())
-            .ok_or_else(|| {
-                anyhow::anyhow!("unknown arm {s:?} (expected sqlite, engine, plane or duckdb)")
-            })
-    }
-}
-
-/// Run settings shared by every workload.
-#[derive(Clone, Debug)]
-pub struct Options {
-    pub arms: Vec<Arm>,
-    pub seed: u64,
-    /// Time budget of one timed loop of one cell, in milliseconds.
-    pub budget_ms: f64,
-    /// Calls of one loop: as many as fit the budget, within these bounds.
-    pub min_calls: usize,
-    pub max_calls: usize,
-    /// Run only these queries (by name); empty: all.
-    pub only: Vec<String>,
-}
-
-impl Options {
-    pub fn has(&self, arm: Arm) -> bool {
-        self.arms.contains(&arm)
-    }
-}
+pub use crate::workload::{Answer, Arm, Options, Query, Workload};
 
 /// Every figure of one (query, arm).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -284,12 +201,6 @@ pub fn is_noisy(a: f64, b: f64) -> bool {
 fn calls_for(est_ms: f64, opts: &Options) -> usize {
     let n = (opts.budget_ms / est_ms.max(1e-4)) as usize;
     n.clamp(opts.min_calls.min(opts.max_calls), opts.max_calls)
-}
-
-/// The answers one arm gave, for the check.
-pub struct Answer {
-    pub arm: Arm,
-    pub rows: Vec<Vec<Value>>,
 }
 
 /// Run a read workload on every requested arm; returns the report (with any

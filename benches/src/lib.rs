@@ -36,6 +36,7 @@ pub mod serve;
 pub mod speedtest;
 pub mod svg;
 pub mod tenants;
+pub mod workload;
 pub mod writes;
 
 use harness::{Arm, Options, Report};

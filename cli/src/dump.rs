@@ -311,7 +311,7 @@ fn schema_line(out: &mut dyn Write, sql: &[u8]) -> io::Result<()> {
             let mut candidate = sql.clone();
             candidate.extend_from_slice(term);
             candidate.push(b';');
-            if complete(&candidate) {
+            if pleroma::split::is_complete(&candidate) {
                 candidate.pop();
                 sql = candidate;
                 break;
@@ -325,14 +325,6 @@ fn schema_line(out: &mut dyn Write, sql: &[u8]) -> io::Result<()> {
         out.write_all(&sql)?;
     }
     out.write_all(b";\n")
-}
-
-fn complete(sql: &[u8]) -> bool {
-    match CString::new(sql) {
-        // SAFETY: a NUL-terminated string that lives across the call.
-        Ok(c) => unsafe { rusqlite::ffi::sqlite3_complete(c.as_ptr()) != 0 },
-        Err(_) => false,
-    }
 }
 
 /// A name as `sqlite3` writes it in SQL: bare if it is a plain identifier
@@ -662,4 +654,36 @@ pub(crate) fn list_databases(
         )?;
     }
     Ok(Ok(()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(sql: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        schema_line(&mut out, sql).unwrap();
+        out
+    }
+
+    #[test]
+    fn a_schema_line_closes_a_trailing_comment_but_not_a_quoted_one() {
+        assert_eq!(
+            line(b"CREATE TABLE t(a) -- note"),
+            b"CREATE TABLE t(a) -- note\n;\n"
+        );
+        assert_eq!(
+            line(b"CREATE TABLE t(a) /* open"),
+            b"CREATE TABLE t(a) /* open*/;\n"
+        );
+        assert_eq!(
+            line(b"CREATE TABLE t(a DEFAULT '-- /*')"),
+            b"CREATE TABLE t(a DEFAULT '-- /*');\n"
+        );
+        // Not UTF-8: still read by sqlite3_complete.
+        assert_eq!(
+            line(b"CREATE TABLE \xff(a) --"),
+            b"CREATE TABLE \xff(a) --\n;\n"
+        );
+    }
 }

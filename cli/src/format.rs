@@ -368,6 +368,17 @@ fn width(s: &str) -> usize {
     s.chars().count()
 }
 
+/// The error and its causes, one after the other; SQLite's bare result code
+/// ("Error code 14: ...") is left out, as its message already says it.
+pub(crate) fn message(e: &anyhow::Error) -> String {
+    let parts: Vec<String> = e
+        .chain()
+        .filter(|c| c.downcast_ref::<pleroma::rusqlite::ffi::Error>().is_none())
+        .map(ToString::to_string)
+        .collect();
+    parts.join(": ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

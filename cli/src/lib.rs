@@ -5,6 +5,7 @@
 mod demo;
 mod dump;
 mod format;
+mod gather;
 mod import;
 mod session;
 mod shell;
@@ -14,7 +15,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::session::{Flow, Session, Source};
+use crate::format::message;
+use crate::gather::{Flow, Source};
+use crate::session::Session;
 
 /// Pleroma: an exact, live OLAP cube for SQLite.
 #[derive(Parser)]
@@ -145,17 +148,6 @@ pub fn main() -> ExitCode {
         }
         ExitCode::FAILURE
     })
-}
-
-/// The error and its causes, one after the other; SQLite's bare result code
-/// ("Error code 14: ...") is left out, as its message already says it.
-pub(crate) fn message(e: &anyhow::Error) -> String {
-    let parts: Vec<String> = e
-        .chain()
-        .filter(|c| c.downcast_ref::<pleroma::rusqlite::ffi::Error>().is_none())
-        .map(ToString::to_string)
-        .collect();
-    parts.join(": ")
 }
 
 /// `pleroma serve FILE`: serves until the process is stopped.

@@ -11,6 +11,7 @@ use pleroma::rusqlite;
 use pleroma::Connection;
 
 use crate::format::{query_plan, Mode, Printer};
+use crate::gather::{Flow, Runner, Source};
 use pleroma::split::statements;
 
 pub(crate) const HELP: &str = "\
@@ -49,15 +50,6 @@ Pleroma's PRAGMAs run like any statement:
   PRAGMA pleroma_planes;              PRAGMA pleroma_explain('SELECT ...');
   PRAGMA pleroma_route = auto|engine|plane;
 ";
-
-/// What the caller does after a dot-command.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Flow {
-    Continue,
-    /// `.quit`: stop reading this input (a `.read` file, or the script).
-    Quit,
-    Exit(u8),
-}
 
 /// Where output goes after `.output FILE` or `.once FILE`.
 struct Redirect {
@@ -386,7 +378,7 @@ impl Session {
             ("import", [file, table]) => {
                 match crate::import::load(&mut self.conn, table, Path::new(file)) {
                     Ok(n) => Ok(writeln!(out, "imported {n} rows into {table}")?),
-                    Err(e) => error(crate::message(&e)),
+                    Err(e) => error(crate::format::message(&e)),
                 }
             }
             ("stats", []) => {
@@ -424,7 +416,7 @@ impl Session {
             ));
         };
         self.depth += 1;
-        let flow = crate::shell::run_script(self, io::BufReader::new(f), out);
+        let flow = crate::gather::run_script(self, io::BufReader::new(f), out);
         self.depth -= 1;
         Ok((
             match flow? {
@@ -516,15 +508,22 @@ impl Session {
     }
 }
 
-/// Where SQL text came from; `sqlite3` words its errors after it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Source {
-    /// A script on standard input, this chunk starting at this line.
-    Line(usize),
-    /// A line typed at the prompt.
-    Prompt,
-    /// A command-line argument.
-    Argument,
+impl Runner for Session {
+    fn dot(&mut self, line: &str, out: &mut dyn Write) -> io::Result<Flow> {
+        Session::dot(self, line, out)
+    }
+
+    fn run_sql(&mut self, sql: &str, source: Source, out: &mut dyn Write) -> io::Result<bool> {
+        Session::run_sql(self, sql, source, out)
+    }
+
+    fn errors(&self) -> usize {
+        self.errors
+    }
+
+    fn bail(&self) -> bool {
+        self.bail
+    }
 }
 
 #[derive(Clone, Copy, Debug)]

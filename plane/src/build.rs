@@ -9,7 +9,7 @@ use arrow_array::{
 use rayon::prelude::*;
 
 use crate::cells::{absorb_cell, apply_row, Stat, DENSE_MAX_BITS};
-use crate::plane::State;
+use crate::state::State;
 use crate::{Code, DimRef, MeasureValue, Plane, PlaneConfig, PlaneError};
 
 /// Rows per partial plane: large enough that a chunk's dictionaries and

@@ -17,7 +17,8 @@ use std::sync::Arc;
 
 use crate::cells::{Cells, Stat, Stats};
 use crate::layout::Layout;
-use crate::plane::{Plane, PlaneConfig, State};
+use crate::plane::Plane;
+use crate::state::{PlaneConfig, State};
 use crate::{Code, DimValue, JointKey, PlaneError};
 
 const MAGIC: &[u8; 4] = b"PLIM";

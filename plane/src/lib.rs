@@ -21,13 +21,15 @@ mod mem;
 pub mod mutation;
 mod plane;
 mod slice;
+mod state;
 mod value;
 
 pub use dict::Dictionary;
 pub use error::PlaneError;
 pub use image::Image;
-pub use plane::{Plane, PlaneConfig, Snapshot};
+pub use plane::{Plane, Snapshot};
 pub use slice::{Agg, AggValue, Group, Pred, SliceQuery, SliceResult, Truth, UnknownCells};
+pub use state::PlaneConfig;
 pub use value::{DimRef, DimValue, MeasureValue};
 
 /// A code of a dimension value in its dictionary (0-based, dense).

@@ -4,7 +4,7 @@ use ahash::AHashMap;
 
 use crate::cells::{CellRef, Stats, MAX_UNKNOWN, MIN_UNKNOWN};
 use crate::layout::Layout;
-use crate::plane::State;
+use crate::state::State;
 use crate::{Code, JointKey, PlaneError};
 
 /// SQL's three truth values. WHERE keeps a row only when its filter is `True`.

@@ -18,9 +18,10 @@ use rusqlite::types::ValueRef;
 
 /// SQLite's own test for "this text ends a complete statement" (the one the
 /// `sqlite3` shell uses), which knows about quotes, comments and trigger
-/// bodies.
-pub fn is_complete(sql: &str) -> bool {
-    let Ok(c) = CString::new(sql) else {
+/// bodies. Bytes, so that a text that is not UTF-8 (a schema's, as the
+/// `sqlite3` shell's `.dump` reads it) can be asked too.
+pub fn is_complete(sql: impl AsRef<[u8]>) -> bool {
+    let Ok(c) = CString::new(sql.as_ref()) else {
         return false;
     };
     // SAFETY: `c` is a valid NUL-terminated string that outlives the call;

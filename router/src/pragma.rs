@@ -195,47 +195,35 @@ fn list(v: &str) -> Vec<String> {
 }
 
 /// `('a', 'b', ...)`: single-quoted strings ('' escapes a quote) separated
-/// by commas.
+/// by commas, read by the tokenizer (comments between them are skipped).
 fn args(name: &str, tail: &str) -> Result<Vec<String>, String> {
     let inner = tail
         .strip_prefix('(')
         .and_then(|t| t.strip_suffix(')'))
         .ok_or_else(|| format!("{name}: expected arguments in parentheses, like {name}('...')"))?;
     let mut out = Vec::new();
-    let mut chars = inner.trim().chars().peekable();
+    let mut code = tokenize::code(inner);
     loop {
-        while chars.peek().is_some_and(|c| c.is_whitespace()) {
-            chars.next();
-        }
-        if chars.next() != Some('\'') {
-            return Err(format!(
-                "{name}: each argument must be a single-quoted string"
-            ));
-        }
-        let mut s = String::new();
-        loop {
-            match chars.next() {
-                Some('\'') if chars.peek() == Some(&'\'') => {
-                    chars.next();
-                    s.push('\'');
-                }
-                Some('\'') => break,
-                Some(c) => s.push(c),
-                None => return Err(format!("{name}: unterminated string argument")),
+        match code.next() {
+            Some(t) if t.kind == Kind::String => out.push(t.value().into_owned()),
+            Some(t) if t.kind == Kind::Illegal && t.text.starts_with('\'') => {
+                return Err(format!("{name}: unterminated string argument"))
+            }
+            _ => {
+                return Err(format!(
+                    "{name}: each argument must be a single-quoted string"
+                ))
             }
         }
-        out.push(s);
-        while chars.peek().is_some_and(|c| c.is_whitespace()) {
-            chars.next();
-        }
-        match chars.next() {
+        match code.next() {
             None => return Ok(out),
-            Some(',') => continue,
-            Some(c) => {
+            Some(t) if t.text == "," => continue,
+            Some(t) => {
+                let c = t.text.chars().next().unwrap_or_default();
                 return Err(format!(
                     "{name}: unexpected '{c}' after argument {}",
                     out.len()
-                ))
+                ));
             }
         }
     }
@@ -258,6 +246,22 @@ mod tests {
                 measures: vec!["m".into()]
             }
         );
+    }
+
+    #[test]
+    fn comments_between_arguments_are_skipped() {
+        assert_eq!(
+            parse("PRAGMA pleroma_detach(/* which */ 't' -- ,'u'\n)")
+                .unwrap()
+                .unwrap(),
+            Pragma::Detach { table: "t".into() }
+        );
+        let e = parse("PRAGMA pleroma_detach('t' 'u')")
+            .unwrap()
+            .unwrap_err();
+        assert!(e.contains("unexpected ''' after argument 1"), "{e}");
+        let e = parse("PRAGMA pleroma_detach('t)").unwrap().unwrap_err();
+        assert!(e.contains("unterminated string argument"), "{e}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Where statements end in a text: SQLite's own test (`sqlite3_complete`,
-//! the one the `sqlite3` shell uses), which knows about quotes, comments and
-//! the `;` inside CREATE TRIGGER bodies. Batches are split here so that each
+//! the one the `sqlite3` shell uses, read by
+//! [`statement_ends`](crate::tokenize::statement_ends)), which knows about
+//! quotes, comments and the `;` inside CREATE TRIGGER bodies. Batches are split here so that each
 //! statement takes the router's path (Pleroma's PRAGMAs included, which
 //! SQLite cannot parse); the `pleroma` shell uses the same functions.
 
@@ -14,11 +15,9 @@ pub use crate::ffi::is_complete;
 pub fn statements(sql: &str) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut start = 0;
-    for (i, _) in sql.match_indices(';') {
-        if is_complete(&sql[start..=i]) {
-            push(&mut out, sql, start..i);
-            start = i + 1;
-        }
+    for end in crate::tokenize::statement_ends(sql) {
+        push(&mut out, sql, start..end - 1);
+        start = end;
     }
     push(&mut out, sql, start..sql.len());
     out
@@ -33,7 +32,7 @@ pub(crate) fn split_statements(sql: &str) -> Vec<&str> {
 /// such lines instead of waiting for a `;` after them).
 pub fn is_blank(text: &str) -> bool {
     // Inside an open `/* ...` a `;` is no terminator: not complete.
-    !crate::tokenize::has_code(text) && is_complete(&format!("{text}\n;"))
+    !crate::tokenize::has_code(text) && is_complete(format!("{text}\n;"))
 }
 
 fn push(out: &mut Vec<Range<usize>>, sql: &str, r: Range<usize>) {
@@ -68,6 +67,19 @@ mod tests {
         assert_eq!(v[1], "INSERT INTO t VALUES ('x;y')");
         assert!(v[2].starts_with("-- c;\nCREATE TRIGGER") && v[2].ends_with("END"));
         assert_eq!(v[3], "SELECT 1");
+    }
+
+    #[test]
+    fn semicolons_end_statements_where_sqlite3_complete_says() {
+        let sql = "SELECT 1 /* a; */, [b;], `c;`, \"d;\", $e(f;g) -- h;\n; SELECT 2";
+        assert_eq!(
+            split_statements(sql),
+            [
+                "SELECT 1 /* a; */, [b;], `c;`, \"d;\", $e(f",
+                "g) -- h;",
+                "SELECT 2"
+            ]
+        );
     }
 
     #[test]

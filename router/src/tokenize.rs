@@ -121,6 +121,113 @@ pub fn has_code(sql: &str) -> bool {
     code(sql).next().is_some()
 }
 
+/// The byte offsets just after each `;` that ends a statement in `sql`, as
+/// `sqlite3_complete` (`complete.c`) decides: the `;` is outside quotes and
+/// comments, and a statement that begins `CREATE [TEMP] TRIGGER` (after an
+/// optional `EXPLAIN …`) ends only at a `;` after `END` after a `;`, so the
+/// `;`s of its body do not end it. Each text up to and including an end is
+/// complete; a text with an unterminated quote or comment has no end after
+/// its start. A NUL byte ends the text, as it does for SQLite's C API.
+///
+/// `complete.c` splits a text a little differently from `tokenize.c`: its
+/// words are every run of identifier characters (so `1.end` holds the word
+/// `end` and `$a(b;c)` a `;`), `\v` is no whitespace, and a variable or an
+/// operator is one character at a time. The quotes, comments, whitespace
+/// and operators are read by [`tokens`]' rules; only the words and the
+/// single characters are cut as `complete.c` cuts them.
+pub fn statement_ends(sql: &str) -> Vec<usize> {
+    let z = sql.as_bytes();
+    let z = &z[..z.iter().position(|&c| c == 0).unwrap_or(z.len())];
+    let mut ends = Vec::new();
+    let mut state = 0;
+    let mut i = 0;
+    while i < z.len() {
+        let Some((class, len)) = complete_token(&z[i..]) else {
+            break;
+        };
+        i += len;
+        state = COMPLETE_STEP[state][class as usize];
+        if class == Complete::Semi && state == 1 {
+            ends.push(i);
+        }
+    }
+    ends
+}
+
+/// The tokens `sqlite3_complete` tells apart.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Complete {
+    Semi,
+    Space,
+    Other,
+    Explain,
+    Create,
+    Temp,
+    Trigger,
+    End,
+}
+
+/// `complete.c`'s `trans`: the next state by the state (0 nothing yet,
+/// 1 at a statement's start, 2 in a statement, 3 after EXPLAIN, 4 after
+/// CREATE, 5 in a trigger, 6 after a `;` in a trigger, 7 after its `;END`)
+/// and the token (the order of [`Complete`]).
+const COMPLETE_STEP: [[usize; 8]; 8] = [
+    [1, 0, 2, 3, 4, 2, 2, 2],
+    [1, 1, 2, 3, 4, 2, 2, 2],
+    [1, 2, 2, 2, 2, 2, 2, 2],
+    [1, 3, 3, 2, 4, 2, 2, 2],
+    [1, 4, 2, 2, 2, 4, 5, 2],
+    [6, 5, 5, 5, 5, 5, 5, 5],
+    [6, 6, 5, 5, 5, 5, 5, 7],
+    [1, 7, 5, 5, 5, 5, 5, 5],
+];
+
+/// The `sqlite3_complete` token at the start of `z` (non-empty) and its
+/// length; `None` for an unterminated quote or comment, after which
+/// `complete.c` reads no further.
+fn complete_token(z: &[u8]) -> Option<(Complete, usize)> {
+    if id_char(z[0]) {
+        let n = z.iter().take_while(|&&c| id_char(c)).count();
+        let word = &z[..n];
+        let class = [
+            ("create", Complete::Create),
+            ("trigger", Complete::Trigger),
+            ("temp", Complete::Temp),
+            ("temporary", Complete::Temp),
+            ("end", Complete::End),
+            ("explain", Complete::Explain),
+        ]
+        .into_iter()
+        .find(|(kw, _)| word.eq_ignore_ascii_case(kw.as_bytes()))
+        .map_or(Complete::Other, |(_, class)| class);
+        return Some((class, n));
+    }
+    let (kind, len) = token(z);
+    let text = &z[..len];
+    Some(match kind {
+        // `\v` is whitespace to `tokenize.c`, not to `complete.c`.
+        Kind::Space if z[0] == 0x0b => (Complete::Other, 1),
+        Kind::Space => (
+            Complete::Space,
+            text.iter().position(|&c| c == 0x0b).unwrap_or(len),
+        ),
+        // A `--` comment ends before its newline; one that runs to the end
+        // of the text is unterminated to `complete.c`.
+        Kind::Comment if text.starts_with(b"--") && len < z.len() => (Complete::Space, len),
+        Kind::Comment if len >= 4 && text.ends_with(b"*/") && text.starts_with(b"/*") => {
+            (Complete::Space, len)
+        }
+        Kind::Comment => return None,
+        // Unterminated `'…`, `"…`, `` `… `` or `[…`.
+        Kind::Illegal if matches!(z[0], b'\'' | b'"' | b'`' | b'[') => return None,
+        Kind::Semi => (Complete::Semi, 1),
+        Kind::String | Kind::Quoted | Kind::Punct => (Complete::Other, len),
+        // A variable's sigil, a number's leading `.`, an illegal byte: one
+        // character (what follows is read on its own).
+        _ => (Complete::Other, 1),
+    })
+}
+
 /// The iterator of [`tokens`].
 pub struct Tokens<'a> {
     sql: &'a str,
@@ -389,5 +496,78 @@ mod tests {
                 (Kind::Variable, "?"),
             ]
         );
+    }
+    #[test]
+    fn statement_ends_are_where_sqlite3_complete_says() {
+        use proptest::prelude::Rng;
+        use proptest::test_runner::{RngAlgorithm, TestRng};
+        const FRAGMENTS: &[&str] = &[
+            ";",
+            ";",
+            ";",
+            " ",
+            "\n",
+            "\t",
+            "\x0b",
+            "'a;b'",
+            "\"x;\"",
+            "[y;]",
+            "`z;`",
+            "-- c;\n",
+            "--",
+            "/* d; */",
+            "/*",
+            "*/",
+            "x'0A'",
+            "x'",
+            "?1",
+            ":p",
+            "$a(b;c)",
+            "1.end",
+            ":create",
+            "@end",
+            "é",
+            "'",
+            "\"",
+            "[",
+            "`",
+            "(",
+            ")",
+            "-",
+            "/",
+            "CREATE TRIGGER tr AFTER INSERT ON t BEGIN",
+            "CREATE",
+            "TEMP",
+            "temporary",
+            "trigger",
+            "EXPLAIN",
+            "END",
+            "end",
+            "SELECT 1",
+            "x",
+            "\0",
+        ];
+        let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]);
+        let mut ends_seen = 0;
+        for _ in 0..100_000 {
+            let n = rng.next_u64() % 16;
+            let sql: String = (0..n)
+                .map(|_| FRAGMENTS[(rng.next_u64() % FRAGMENTS.len() as u64) as usize])
+                .collect();
+            let ends = statement_ends(&sql);
+            for &e in &ends {
+                assert_eq!(sql.as_bytes()[e - 1], b';', "{sql:?} {ends:?}");
+            }
+            for (i, _) in sql.match_indices(';') {
+                assert_eq!(
+                    crate::ffi::is_complete(&sql[..=i]),
+                    ends.contains(&(i + 1)),
+                    "{sql:?} up to {i}: {ends:?}"
+                );
+            }
+            ends_seen += ends.len();
+        }
+        // The texts do end statements, and not at every `;`.
+        assert!(ends_seen > 10_000, "{ends_seen}");
     }
 }

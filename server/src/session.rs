@@ -160,17 +160,10 @@ impl Engine {
             "BEGIN" => matches!(w(1), "IMMEDIATE" | "EXCLUSIVE"),
             // Pleroma's PRAGMAs that write its catalog; SQLite prepares any
             // unknown PRAGMA as a no-op.
-            "PRAGMA" => {
-                let l = sql.to_ascii_lowercase();
-                [
-                    "pleroma_attach",
-                    "pleroma_detach",
-                    "pleroma_rebuild",
-                    "pleroma_limb",
-                ]
-                .iter()
-                .any(|p| l.contains(p))
-            }
+            "PRAGMA" => matches!(
+                w(1),
+                "PLEROMA_ATTACH" | "PLEROMA_DETACH" | "PLEROMA_REBUILD" | "PLEROMA_LIMB"
+            ),
             _ => self
                 .conn
                 .sqlite()
@@ -519,5 +512,20 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(out, [[Value::Text("2".into())]]);
+    }
+
+    #[test]
+    fn a_pleroma_pragma_writes_by_its_name_not_by_a_string_or_comment() {
+        let e = Engine::new(
+            Connection::open_in_memory().unwrap(),
+            &HashMap::new(),
+            Arc::new(Writers::default()),
+        );
+        let writes = |sql: &str| e.writes(sql, &leading_words(sql, 3));
+        assert!(writes("PRAGMA pleroma_attach('t', 'a', 'm')"));
+        assert!(writes("/* c */ pragma Pleroma_Detach('t')"));
+        assert!(!writes("PRAGMA table_info('pleroma_attach')"));
+        assert!(!writes("PRAGMA pleroma_planes /* pleroma_rebuild */"));
+        assert!(!writes("SELECT 1 -- pleroma_limb"));
     }
 }

@@ -385,74 +385,34 @@ fn binary_param(raw: &[u8], ty: &Type) -> Result<Value, String> {
 
 /// `$1`, `$2`, ... (PostgreSQL's placeholders) as `?1`, `?2`: SQLite reads
 /// `$1` as a *named* parameter numbered by first appearance, `?1` binds the
-/// first parameter wherever it stands. Literals, quoted names and comments are
-/// left alone.
+/// first parameter wherever it stands. Read by the tokenizer: literals, quoted
+/// names and comments are left alone, and so is a `$` inside a word (`a$1`).
+/// A variable that goes on past its digits with `::` or `(…)` (`$1::int`)
+/// has its `$1` rewritten; one that goes on with a word character (`$1a`)
+/// is left.
 pub(crate) fn numbered_placeholders(sql: &str) -> std::borrow::Cow<'_, str> {
     if !sql.contains('$') {
         return sql.into();
     }
-    let b = sql.as_bytes();
     let mut out = String::with_capacity(sql.len());
-    let mut i = 0;
     let mut last = 0;
-    while i < b.len() {
-        match b[i] {
-            q @ (b'\'' | b'"' | b'`') => {
-                i += 1;
-                while i < b.len() {
-                    if b[i] == q {
-                        if i + 1 < b.len() && b[i + 1] == q {
-                            i += 2;
-                            continue;
-                        }
-                        break;
-                    }
-                    i += 1;
-                }
-                i += 1;
-            }
-            b'[' => {
-                while i < b.len() && b[i] != b']' {
-                    i += 1;
-                }
-                i += 1;
-            }
-            b'-' if b.get(i + 1) == Some(&b'-') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                i += 2;
-                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
-                    i += 1;
-                }
-                i += 2;
-            }
-            b'$' if b.get(i + 1).is_some_and(u8::is_ascii_digit)
-                && (i == 0 || !is_ident(b[i - 1])) =>
-            {
-                let mut j = i + 1;
-                while j < b.len() && b[j].is_ascii_digit() {
-                    j += 1;
-                }
-                if j == b.len() || !is_ident(b[j]) {
-                    out.push_str(&sql[last..i]);
-                    out.push('?');
-                    out.push_str(&sql[i + 1..j]);
-                    last = j;
-                }
-                i = j;
-            }
-            _ => i += 1,
+    for t in pleroma::tokenize::tokens(sql) {
+        let Some(rest) = t.text.strip_prefix('$') else {
+            continue;
+        };
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let after = rest.as_bytes().get(digits);
+        // Only a variable (or an illegal one, `$1(x`) starts with `$`.
+        if digits > 0
+            && !after.is_some_and(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$')
+        {
+            out.push_str(&sql[last..t.start]);
+            out.push('?');
+            last = t.start + 1;
         }
     }
-    out.push_str(&sql[last.min(sql.len())..]);
+    out.push_str(&sql[last..]);
     out.into()
-}
-
-fn is_ident(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_' || c == b'$'
 }
 
 #[cfg(test)]
@@ -468,6 +428,10 @@ mod tests {
         assert_eq!(
             numbered_placeholders("SELECT a$1 FROM t"),
             "SELECT a$1 FROM t"
+        );
+        assert_eq!(
+            numbered_placeholders("SELECT [$1], `$1`, /* $1 */ $1::int, $1a, x'00'||$10"),
+            "SELECT [$1], `$1`, /* $1 */ ?1::int, $1a, x'00'||?10"
         );
     }
 

@@ -13,7 +13,6 @@ use sqlparser::ast::{
     InTarget, ObjectNamePart, UnaryOperator, Value as SqlValue,
 };
 
-use super::slice::literal_position;
 use super::{names_a_column, AggFn, CmpOp, HExpr, HOperand, Operand, OutExpr, PExpr, R};
 use crate::affinity::Affinity;
 
@@ -531,4 +530,16 @@ pub(super) fn number(n: &str, negative: bool) -> R<Value> {
         return Ok(Value::Real(if negative { -v } else { v }));
     }
     Err(format!("numeric literal {n}"))
+}
+
+/// A bare integer literal (`GROUP BY 2`, `ORDER BY 1`): the position it
+/// names.
+pub(super) fn literal_position(e: &Expr) -> Option<usize> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            SqlValue::Number(n, _) => n.parse().ok(),
+            _ => None,
+        },
+        _ => None,
+    }
 }

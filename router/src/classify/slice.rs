@@ -4,12 +4,9 @@
 //! table, every term is built by `builder` or the whole plan is declined
 //! (and the residue is tried next).
 
-use sqlparser::ast::{
-    Expr, GroupByExpr, LimitClause, OrderByKind, Query, Select, SelectItem, SetExpr,
-    Value as SqlValue,
-};
+use sqlparser::ast::{GroupByExpr, LimitClause, OrderByKind, Query, Select, SelectItem, SetExpr};
 
-use super::builder::{Builder, Params};
+use super::builder::{literal_position, Builder, Params};
 use super::join::plain_table;
 use super::{AggFn, Class, OrderTerm, OutExpr, Plan, R};
 use crate::planes::Planes;
@@ -233,14 +230,4 @@ pub(super) fn table_of(shared: &Planes, sel: &Select) -> R<(usize, String)> {
         .find(&table)
         .ok_or_else(|| format!("no plane on table {table}"))?;
     Ok((idx, alias))
-}
-
-pub(super) fn literal_position(e: &Expr) -> Option<usize> {
-    match e {
-        Expr::Value(v) => match &v.value {
-            SqlValue::Number(n, _) => n.parse().ok(),
-            _ => None,
-        },
-        _ => None,
-    }
 }

@@ -16,7 +16,7 @@ use sqlparser::ast::{
 };
 
 use super::allow::{has_aggregate, has_window, visit};
-use super::walk::{projection, Walker};
+use super::walker::{projection, Walker};
 use super::{SumTerm, CORE, R};
 use crate::affinity::Affinity;
 use crate::tokenize::{self, Kind};

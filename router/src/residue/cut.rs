@@ -16,22 +16,9 @@ use sqlparser::ast::{
 use super::allow::{
     children, fn_name, has_aggregate, is_scalar_minmax, AGGREGATES, OTHER_AGGREGATES,
 };
-use super::walk::{projection, Walker};
-use super::R;
+use super::walker::{projection, Walker};
+use super::{Cut, R};
 use crate::tokenize::Kind;
-
-/// `ORDER BY <outputs> LIMIT n [OFFSET o]` whose order is not total over the
-/// groups: the rewritten statement runs without its LIMIT, and the answer is
-/// served only when no two rows on either side of a cut tie on the keys
-/// (then which rows the cut keeps does not depend on SQLite's order of
-/// ties).
-#[derive(Debug, Clone)]
-pub(crate) struct Cut {
-    /// Output columns of the ORDER BY terms.
-    pub keys: Vec<usize>,
-    pub limit: i64,
-    pub offset: i64,
-}
 
 impl Walker<'_> {
     /// The LIMIT clause of the statement, removed from its text, with its

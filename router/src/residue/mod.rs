@@ -29,17 +29,16 @@ mod core;
 mod cut;
 mod span;
 mod walk;
+mod walker;
 
 use crate::mutation::Mutation;
 use sqlparser::ast::Query;
-
-pub(crate) use cut::Cut;
 
 use crate::affinity::Affinity;
 use crate::decline::Decline;
 use crate::planes::Planes;
 use span::{names_pleroma_or_collate, quoted_names_are_words};
-use walk::Walker;
+use walker::Walker;
 
 type R<T> = Result<T, String>;
 
@@ -172,6 +171,19 @@ pub(crate) fn plan(
         cut: w.cut,
         split,
     })
+}
+
+/// `ORDER BY <outputs> LIMIT n [OFFSET o]` whose order is not total over the
+/// groups: the rewritten statement runs without its LIMIT, and the answer is
+/// served only when no two rows on either side of a cut tie on the keys
+/// (then which rows the cut keeps does not depend on SQLite's order of
+/// ties).
+#[derive(Debug, Clone)]
+pub(crate) struct Cut {
+    /// Output columns of the ORDER BY terms.
+    pub keys: Vec<usize>,
+    pub limit: i64,
+    pub offset: i64,
 }
 
 #[cfg(test)]

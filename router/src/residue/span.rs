@@ -13,7 +13,7 @@ use std::ops::Range;
 use sqlparser::ast::{Expr, Spanned};
 use sqlparser::tokenizer::Location;
 
-use super::walk::Walker;
+use super::walker::Walker;
 use super::R;
 use crate::tokenize::{self, Kind, Token};
 
