@@ -162,7 +162,11 @@ impl Engine {
             // unknown PRAGMA as a no-op.
             "PRAGMA" => matches!(
                 w(1),
-                "PLEROMA_ATTACH" | "PLEROMA_DETACH" | "PLEROMA_REBUILD" | "PLEROMA_LIMB"
+                "PLEROMA_ATTACH"
+                    | "PLEROMA_DETACH"
+                    | "PLEROMA_REBUILD"
+                    | "PLEROMA_LIMB"
+                    | "PLEROMA_PERSIST"
             ),
             _ => self
                 .conn
@@ -524,6 +528,7 @@ mod tests {
         let writes = |sql: &str| e.writes(sql, &leading_words(sql, 3));
         assert!(writes("PRAGMA pleroma_attach('t', 'a', 'm')"));
         assert!(writes("/* c */ pragma Pleroma_Detach('t')"));
+        assert!(writes("PRAGMA pleroma_persist = off"));
         assert!(!writes("PRAGMA table_info('pleroma_attach')"));
         assert!(!writes("PRAGMA pleroma_planes /* pleroma_rebuild */"));
         assert!(!writes("SELECT 1 -- pleroma_limb"));
