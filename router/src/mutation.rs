@@ -88,6 +88,8 @@ mutations! {
     ReadTxnMoves = "read_txn_moves",
     PublishRollback = "publish_rollback",
     BusyHandlerSkipped = "busy_handler_skipped",
+    UnguardedWritePasses = "unguarded_write_passes",
+    CatchUpSkipsLog = "catch_up_skips_log",
 }
 
 #[cfg(feature = "mutations")]
@@ -199,6 +201,11 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     // is still there (caught by `@restore`: a backup restored under the
     // running connection).
     "follow_without_continuity",
+    // An autocommit write that Pleroma runs without its wrap (it was to
+    // change no planed table) passes the guard, and every write is
+    // thought to change none: planed writes commit without a state row
+    // (caught by reopening, which trusts the older state).
+    "unguarded_write_passes",
 ];
 
 /// Mutations of persisted planes that need a plain SQLite writer on a table
@@ -221,6 +228,10 @@ pub const SHARED_MUTATIONS: &[&str] = &[
     // write, so SQLite does not call the busy handler for it (caught by
     // the interleavings' busy handler check).
     "busy_handler_skipped",
+    // A transaction's first write, after another connection's commit,
+    // takes that commit as followed without applying its state rows
+    // (caught by the plane answers after a plain `BEGIN`).
+    "catch_up_skips_log",
 ];
 
 /// Every mutation: the router's, then the plane's.

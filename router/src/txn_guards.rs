@@ -157,6 +157,16 @@ impl Write {
     pub(crate) fn of_main(&self) -> bool {
         self.schema == "main"
     }
+
+    /// Whether this write changes one of the `planed` tables or one of
+    /// Pleroma's own (`pleroma_…`), by name as SQLite compares names.
+    pub(crate) fn reaches(&self, planed: &[String]) -> bool {
+        let own = self
+            .table
+            .get(..8)
+            .is_some_and(|p| p.eq_ignore_ascii_case("pleroma_"));
+        own || planed.iter().any(|t| t.eq_ignore_ascii_case(&self.table))
+    }
 }
 
 /// The tables `sql` writes, its triggers' writes included, as SQLite's

@@ -91,6 +91,10 @@ struct Adjust {
     ours: i64,
     /// `(the user's changes(), total and changes right after our write)`.
     hidden: Option<(i64, i64, i64)>,
+    /// `PRAGMA count_changes` as last read (`None`: not known since a
+    /// statement that can set it). Reading it costs a compile each time:
+    /// SQLite runs a flag PRAGMA's program only once.
+    count_rows: Option<bool>,
 }
 
 impl Adjust {
@@ -122,6 +126,13 @@ impl UserCounters {
             Ok(total - a.lock().unwrap_or_else(|e| e.into_inner()).ours)
         })?;
         Ok(me)
+    }
+
+    /// A statement that may set `PRAGMA count_changes` runs (any PRAGMA or
+    /// EXPLAIN, or anything through the raw handle): read it again before
+    /// the next of Pleroma's own writes.
+    pub fn forget_count_rows(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).count_rows = None;
     }
 
     /// A statement of the user's that sets `changes()` (an INSERT, UPDATE
@@ -179,6 +190,15 @@ impl UserCounters {
         a.hidden = Some((0, now.1, now.0));
     }
 
+    /// A statement that Pleroma runs once more, its first run undone whole
+    /// (refused by the guard): rows SQLite counted in `total_changes()`
+    /// since `total_before` (a trigger's that ended before the refusal)
+    /// are not the user's.
+    pub fn discount(&self, db: &rusqlite::Connection, total_before: i64) {
+        let moved = db.total_changes() as i64 - total_before;
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).ours += moved;
+    }
+
     /// `total_changes()` as the user sees it: SQLite's count on `db`
     /// minus the rows Pleroma's own writes changed.
     pub fn total_changes(&self, db: &rusqlite::Connection) -> u64 {
@@ -197,9 +217,17 @@ impl UserCounters {
         // Under the deprecated `count_changes`, an INSERT, UPDATE or DELETE
         // returns its count as a row, which Pleroma's own writes do not
         // expect: off for them, on again after.
-        let counting: bool = db
-            .prepare_cached("PRAGMA count_changes")?
-            .query_row([], |r| r.get(0))?;
+        let known = self.0.lock().unwrap_or_else(|e| e.into_inner()).count_rows;
+        let counting = match known {
+            Some(c) => c,
+            None => {
+                let c: bool = db
+                    .prepare_cached("PRAGMA count_changes")?
+                    .query_row([], |r| r.get(0))?;
+                self.0.lock().unwrap_or_else(|e| e.into_inner()).count_rows = Some(c);
+                c
+            }
+        };
         if counting {
             db.execute_batch("PRAGMA count_changes = OFF")?;
         }

@@ -54,6 +54,10 @@ pub struct Connection {
     version: Option<crate::ffi::DataVersion>,
     pub(crate) shared: Arc<Mutex<Planes>>,
     cache: AHashMap<String, Arc<Classified>>,
+    /// Per text of an autocommit write: whether it can change a planed
+    /// table (or one of Pleroma's own), by what SQLite's authorizer names
+    /// while compiling it (`Connection::reaches_no_plane`).
+    reach: AHashMap<String, bool>,
     txn: TxnState,
     mode: RouteMode,
     last_route: Route,
@@ -124,6 +128,7 @@ impl Connection {
             version,
             shared,
             cache: AHashMap::new(),
+            reach: AHashMap::new(),
             txn: TxnState::default(),
             mode: RouteMode::Auto,
             last_route: Route::engine("no statement yet"),
@@ -163,6 +168,8 @@ impl Connection {
     /// bookkeeping: use [`Connection::execute`] for
     /// BEGIN/COMMIT/ROLLBACK/SAVEPOINT.
     pub fn sqlite(&self) -> &rusqlite::Connection {
+        // Anything may be run through it, `PRAGMA count_changes` too.
+        self.user_counters.forget_count_rows();
         &self.db
     }
 
@@ -276,6 +283,11 @@ impl Connection {
 
     /// The one path every statement takes.
     fn run(&mut self, sql: &str, params: &[Value], want_rows: bool) -> Result<(Rows, usize)> {
+        // SQLite sets `count_changes` when it compiles the PRAGMA (an
+        // EXPLAIN of one too), not when it runs it.
+        if is_pragma(sql) || tokenize::starts_with_keyword(sql, "EXPLAIN") {
+            self.user_counters.forget_count_rows();
+        }
         let auto = self.db.is_autocommit();
         let allow = self.allow_guard();
         let r = self.run_allowed(sql, params, want_rows);

@@ -249,6 +249,7 @@ impl Connection {
         self.plans_epoch += 1;
         self.cache.clear();
         self.memo.clear();
+        self.reach.clear();
     }
 
     pub(super) fn decline(

@@ -6,6 +6,9 @@
 
 use super::*;
 
+/// Texts whose reach `Connection::reaches_no_plane` keeps.
+const REACH_CAPACITY: usize = 1024;
+
 impl Connection {
     /// Whether an autocommit statement runs wrapped in a transaction that
     /// also writes the planes' state row: a statement that may write, on a
@@ -35,6 +38,78 @@ impl Connection {
         self.db
             .prepare_cached(sql)
             .is_ok_and(|stmt| !stmt.readonly())
+    }
+
+    /// Whether an autocommit write that [`Connection::wraps`] would wrap
+    /// provably changes no planed table, so that it needs no state row and
+    /// no transaction of Pleroma's: a DML statement (not a transfer, whose
+    /// guards Pleroma must move) on planes whose persisted state is the
+    /// working copy, that writes no table of main with a plane or of
+    /// Pleroma's own. What it writes is what SQLite's authorizer names while
+    /// compiling it: the statement's own tables, every trigger's (recursive
+    /// ones under `recursive_triggers`) and the foreign-key actions'. Asked
+    /// once per text until the schema, the planes or a PRAGMA change.
+    /// Unsure (it does not prepare): `false`. A write that reaches a plane
+    /// all the same (a virtual table or a function that writes one, a
+    /// schema another connection changed since) is refused by the guard
+    /// and runs once more, wrapped (`run_unguarded`).
+    pub(super) fn reaches_no_plane(&mut self, sql: &str, kind: &StmtKind) -> Result<bool> {
+        if *kind != StmtKind::Other
+            || self.persisted.seq.is_none()
+            || crate::txn_guards::may_transfer(sql)
+        {
+            return Ok(false);
+        }
+        if crate::mutation::active(Mutation::UnguardedWritePasses) {
+            return Ok(true);
+        }
+        if let Some(reaches) = self.reach.get(sql) {
+            return Ok(!*reaches);
+        }
+        let planed: Vec<String> = self
+            .lock()
+            .entries
+            .iter()
+            .map(|e| e.def.table.clone())
+            .collect();
+        let reaches = match crate::txn_guards::writes(&mut self.db, sql)? {
+            None => true,
+            Some(writes) => writes.iter().any(|w| w.of_main() && w.reaches(&planed)),
+        };
+        if self.reach.len() >= REACH_CAPACITY {
+            self.reach.clear();
+        }
+        self.reach.insert(sql.to_owned(), reaches);
+        Ok(!reaches)
+    }
+
+    /// An autocommit write that changes no planed table
+    /// ([`Connection::reaches_no_plane`]): it runs as without persisted
+    /// planes, SQLite's own autocommit statement, with the guard refusing
+    /// every write to a planed table meanwhile. A refusal fails the
+    /// statement before it changes a planed row (the guard is an index
+    /// the row's write computes first), and SQLite undoes it whole (an
+    /// error from a function is no halt: `OE_Abort`, in autocommit): it
+    /// runs once more, wrapped, and its text is wrapped from then on.
+    pub(super) fn run_unguarded(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        want_rows: bool,
+    ) -> Result<(Rows, usize)> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let passes = crate::mutation::active(Mutation::UnguardedWritePasses);
+        let allowed = self.guard.allow.swap(passes, Relaxed);
+        let total_before = self.db.total_changes() as i64;
+        let r = self.run_plain(sql, params, want_rows, StmtKind::Other, true);
+        self.guard.allow.store(allowed, Relaxed);
+        if r.is_err() && self.db.is_autocommit() && self.guard.refused.swap(false, Relaxed) {
+            self.reach.insert(sql.to_owned(), true);
+            // Rows a trigger of the undone run counted are not the user's.
+            self.user_counters.discount(&self.db, total_before);
+            return self.run_wrapped(sql, params, want_rows, &StmtKind::Other);
+        }
+        r
     }
 
     /// An autocommit write on a database with persisted planes: `BEGIN
@@ -263,9 +338,12 @@ impl Connection {
             let writes_main = crate::txn_guards::writes(&mut self.db, sql)?
                 .is_some_and(|w| w.iter().any(|w| w.of_main()));
             if writes_main {
-                self.user_counters.hidden(&self.db, || {
+                let locked = self.user_counters.hidden(&self.db, || {
                     crate::txn_guards::lock_main(&self.db, crate::catalog::CATALOG)
                 })?;
+                if locked {
+                    self.catch_up_under_lock()?;
+                }
             }
         }
         let unhalted = match self.txn.unhalted {
@@ -299,6 +377,29 @@ impl Connection {
         };
         self.txn.guards_matter.insert(sql.to_owned(), m);
         Ok(m)
+    }
+
+    /// The transaction's first write holds main's write lock now, and has
+    /// written nothing: if another connection or process committed since
+    /// the planes were current, follow its state rows here (nobody can
+    /// commit meanwhile, so the log is complete, and this transaction's
+    /// snapshot is its newest state), and the transaction's snapshots with
+    /// them; its own writes then apply on top, and its COMMIT writes the
+    /// next state row without a rebuild. Anything the log cannot prove
+    /// leaves the planes as they were: the COMMIT rebuilds them then.
+    fn catch_up_under_lock(&mut self) -> Result<()> {
+        let v = self.read_data_version()?;
+        if v == self.data_version {
+            return Ok(());
+        }
+        if crate::mutation::active(Mutation::CatchUpSkipsLog) {
+            // The mutation: the other commit is taken as followed.
+            self.data_version = v;
+            return Ok(());
+        }
+        // `Some(why)`: not provable from the log; the COMMIT rebuilds.
+        let _ = self.follow_persisted()?;
+        Ok(())
     }
 
     /// Write the planes' state row inside the open write transaction. If

@@ -17,8 +17,26 @@ impl Connection {
         let kind = txn::kind_of(sql);
         let was_auto = self.db.is_autocommit();
         if was_auto && self.wraps(sql, &kind) {
+            if self.reaches_no_plane(sql, &kind)? {
+                return self.run_unguarded(sql, params, want_rows);
+            }
             return self.run_wrapped(sql, params, want_rows, &kind);
         }
+        self.run_plain(sql, params, want_rows, kind, was_auto)
+    }
+
+    /// A statement that needs no state row of its own (one in a
+    /// transaction, or an autocommit statement on planes that are not
+    /// persisted or that it cannot change): SQLite runs it, and the planes
+    /// follow what it did.
+    pub(super) fn run_plain(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        want_rows: bool,
+        kind: StmtKind,
+        was_auto: bool,
+    ) -> Result<(Rows, usize)> {
         // The end of an explicit transaction that wrote: its state row
         // goes into it, before the COMMIT.
         // A RELEASE that leaves the transaction open writes none: its
@@ -200,6 +218,9 @@ impl Connection {
         if kind.is_schema_change() || is_pragma(sql) {
             self.txn.guards_matter.clear();
             self.txn.unhalted = None;
+            // `foreign_keys` and `recursive_triggers` change what a
+            // statement's compiled program writes.
+            self.reach.clear();
         }
         if now_auto {
             self.txn.clear();

@@ -342,14 +342,18 @@ fn persist_allowed(
     // A row this transaction wrote before (at a RELEASE, or before a COMMIT
     // that failed): the row written now replaces it, or it goes.
     let earlier = p.pending.take();
-    let fresh = !has_state(db)?;
     let sv0 = schema_version(db)?;
-    if fresh || force_checkpoint || p.seq.is_none() || sv0 != p.schema_version {
+    // The schema of this connection's last state row: its table is there.
+    let known = p.seq.is_some() && sv0 == p.schema_version;
+    let fresh = !known && !has_state(db)?;
+    let sv = if fresh || force_checkpoint || !known {
         // A schema change (ours, or one since the state) may have dropped
         // or renamed a guard: put every guard back as it must be.
         ensure_schema(db, views, &p.guard)?;
-    }
-    let sv = schema_version(db)?;
+        schema_version(db)?
+    } else {
+        sv0
+    };
     let hash = if p.seq.is_some() && sv == p.schema_version {
         p.schema_hash
     } else {
