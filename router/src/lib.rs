@@ -25,6 +25,7 @@ mod connection;
 mod database;
 mod decline;
 mod error;
+mod facts;
 mod failed;
 mod ffi;
 mod hook;

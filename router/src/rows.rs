@@ -12,10 +12,26 @@ use std::sync::Arc;
 use rusqlite::types::Value;
 
 /// A result set: column names as SQLite names them, and rows of SQLite values.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Rows {
     pub columns: Shared<Vec<String>>,
     pub rows: Shared<Vec<Vec<Value>>>,
+}
+
+thread_local! {
+    /// The empty result every write returns: shared, so that a statement
+    /// without rows allocates nothing for them (a batch INSERT's rows are
+    /// each such a statement).
+    static EMPTY: Rows = Rows {
+        columns: Shared(Arc::default()),
+        rows: Shared(Arc::default()),
+    };
+}
+
+impl Default for Rows {
+    fn default() -> Rows {
+        EMPTY.with(Rows::clone)
+    }
 }
 
 impl Rows {

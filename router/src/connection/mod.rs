@@ -11,6 +11,7 @@ use rusqlite::types::Value;
 use crate::catalog::{self, Rebuild};
 use crate::classify::{self, Classified};
 use crate::database::{self, Database, Found, Member, Published};
+use crate::facts::{Facts, FactsCache};
 use crate::decline::Decline;
 use crate::ffi::WalSnapshot;
 use crate::hook;
@@ -24,7 +25,7 @@ use crate::rules::answer_from_limb;
 use crate::rules::answer_with_residue;
 use crate::split::split_statements;
 use crate::tokenize;
-use crate::txn::{self, StmtKind, TxnState};
+use crate::txn::{StmtKind, TxnState};
 use crate::user_counters::UserCounters;
 use crate::{Error, Result};
 
@@ -58,6 +59,8 @@ pub struct Connection {
     /// table (or one of Pleroma's own), by what SQLite's authorizer names
     /// while compiling it (`Connection::reaches_no_plane`).
     reach: AHashMap<String, bool>,
+    /// What each statement's text says, read once per text.
+    facts: FactsCache,
     txn: TxnState,
     mode: RouteMode,
     last_route: Route,
@@ -129,6 +132,7 @@ impl Connection {
             shared,
             cache: AHashMap::new(),
             reach: AHashMap::new(),
+            facts: FactsCache::default(),
             txn: TxnState::default(),
             mode: RouteMode::Auto,
             last_route: Route::engine("no statement yet"),
@@ -283,16 +287,17 @@ impl Connection {
 
     /// The one path every statement takes.
     fn run(&mut self, sql: &str, params: &[Value], want_rows: bool) -> Result<(Rows, usize)> {
+        let facts = self.facts.get(sql);
         // SQLite sets `count_changes` when it compiles the PRAGMA (an
         // EXPLAIN of one too), not when it runs it.
-        if is_pragma(sql) || tokenize::starts_with_keyword(sql, "EXPLAIN") {
+        if facts.may_set_flags {
             self.user_counters.forget_count_rows();
         }
         let auto = self.db.is_autocommit();
         let allow = self.allow_guard();
-        let r = self.run_allowed(sql, params, want_rows);
+        let r = self.run_allowed(sql, params, want_rows, &facts);
         drop(allow);
-        if names_columns(sql) && !crate::mutation::active(Mutation::ColumnNamesCached) {
+        if facts.names_columns && !crate::mutation::active(Mutation::ColumnNamesCached) {
             // SQLite names a statement's columns when it prepares it: a
             // cached statement or classification keeps the names of before.
             self.db.flush_prepared_statement_cache();
@@ -312,7 +317,7 @@ impl Connection {
             if auto && self.db.is_autocommit() {
                 self.reopen_planes()?;
                 let allow = self.allow_guard();
-                let r = self.run_allowed(sql, params, want_rows);
+                let r = self.run_allowed(sql, params, want_rows, &facts);
                 drop(allow);
                 self.guard
                     .refused
@@ -375,7 +380,31 @@ fn exec(
     params: &[Value],
     want_rows: bool,
 ) -> rusqlite::Result<(Rows, usize)> {
+    exec_seen(db, sql, params, want_rows, &mut None)
+}
+
+/// [`exec`], and once the statement prepared, `readonly` says whether the
+/// program SQLite ran makes no direct change (`sqlite3_stmt_readonly`,
+/// read after it ran: a step may have compiled it again).
+fn exec_seen(
+    db: &rusqlite::Connection,
+    sql: &str,
+    params: &[Value],
+    want_rows: bool,
+    readonly: &mut Option<bool>,
+) -> rusqlite::Result<(Rows, usize)> {
     let mut stmt = db.prepare_cached(sql)?;
+    let r = run_prepared(db, &mut stmt, params, want_rows);
+    *readonly = Some(stmt.readonly());
+    r
+}
+
+fn run_prepared(
+    db: &rusqlite::Connection,
+    stmt: &mut rusqlite::CachedStatement<'_>,
+    params: &[Value],
+    want_rows: bool,
+) -> rusqlite::Result<(Rows, usize)> {
     let params = rusqlite::params_from_iter(params.iter());
     if stmt.column_count() == 0 {
         let changes = stmt.execute(params)?;
@@ -410,52 +439,18 @@ impl Connection {
     /// After a statement SQLite ran: what `changes()` says now, read before
     /// Pleroma writes anything of its own (a statement that changes no row,
     /// such as a SELECT, leaves it as it was, as in SQLite).
-    fn note_changes(&mut self, sql: &str) {
-        let writes = self
-            .db
-            .prepare_cached(sql)
-            .is_ok_and(|stmt| !stmt.readonly());
+    /// `readonly`: what [`exec_seen`] said (`None`: it did not prepare).
+    fn note_changes(&mut self, facts: &Facts, readonly: Option<bool>) {
+        let writes = readonly == Some(false);
         // Only INSERT, UPDATE and DELETE (also under WITH) set SQLite's
         // count, to 0 when they match nothing. Other writes (DDL, VACUUM, a
         // PRAGMA) leave the user's count as it was: SQLite's raw value may
         // be Pleroma's own last state row.
-        if writes && sets_changes(sql) {
+        if writes && facts.sets_changes {
             self.last_changes = self.db.changes();
             self.user_counters.user_set_changes();
         }
     }
-}
-
-/// Whether a statement that writes is one whose end sets `changes()`: an
-/// INSERT, REPLACE, UPDATE or DELETE, or a WITH that leads to one (a WITH
-/// before a SELECT does not write).
-fn sets_changes(sql: &str) -> bool {
-    tokenize::first(sql).is_some_and(|t| {
-        ["INSERT", "REPLACE", "UPDATE", "DELETE", "WITH"]
-            .iter()
-            .any(|kw| t.is(kw))
-    })
-}
-
-/// `PRAGMA [schema.]full_column_names` or `short_column_names`, which
-/// change the names SQLite gives result columns at prepare.
-fn names_columns(sql: &str) -> bool {
-    let mut words = tokenize::code(sql);
-    words.next().is_some_and(|t| t.is("PRAGMA"))
-        && words.take(3).any(|t| {
-            let v = t.value();
-            v.eq_ignore_ascii_case("full_column_names")
-                || v.eq_ignore_ascii_case("short_column_names")
-        })
-}
-
-fn is_pragma(sql: &str) -> bool {
-    tokenize::starts_with_keyword(sql, "PRAGMA")
-}
-
-/// `ALTER TABLE …`: it may drop or rename a column a guard uses.
-fn is_alter(sql: &str) -> bool {
-    tokenize::starts_with_keyword(sql, "ALTER")
 }
 
 /// After a schema change: the planes' columns again, and which attached

@@ -13,9 +13,10 @@ impl Connection {
         sql: &str,
         params: &[Value],
         want_rows: bool,
+        facts: &Facts,
     ) -> Result<(Rows, usize)> {
         let sharing = self.database.shared();
-        if let Some(p) = pragma::parse(sql) {
+        if let Some(p) = facts.pleroma_pragma.then(|| pragma::parse(sql)).flatten() {
             let p = p.map_err(Error::Pragma)?;
             self.last_route = Route::engine("pleroma pragma");
             if !p.writes_catalog() {
@@ -44,12 +45,13 @@ impl Connection {
             self.last_route = Route::engine("no plane attached");
             // Its commits still have to be published for the others; an
             // attached file's guards must not change what VACUUM does.
-            if sharing || txn::vacuum_schema(sql).is_some() {
-                return self.run_engine(sql, params, want_rows);
+            if sharing || facts.vacuum_of.is_some() {
+                return self.run_engine(sql, params, want_rows, facts);
             }
-            let r = exec(&self.db, sql, params, want_rows);
-            self.note_changes(sql);
-            if txn::kind_of(sql).is_schema_change() {
+            let mut readonly = None;
+            let r = exec_seen(&self.db, sql, params, want_rows, &mut readonly);
+            self.note_changes(facts, readonly);
+            if facts.kind.is_schema_change() {
                 self.forget_plans();
             }
             return Ok(r?);
@@ -63,16 +65,16 @@ impl Connection {
             .map(u8::to_ascii_uppercase);
         if matches!(first, Some(b'I' | b'U' | b'D' | b'R')) {
             self.set_engine_route("not a read-only SELECT");
-            return self.run_engine(sql, params, want_rows);
+            return self.run_engine(sql, params, want_rows, facts);
         }
         if self.mode == RouteMode::Engine && !crate::mutation::active(Mutation::EngineRouteServes) {
-            return self.run_engine_route(sql, params, want_rows);
+            return self.run_engine_route(sql, params, want_rows, facts);
         }
         match self.try_plane(sql, params, synced)? {
             Attempt::Served(rows) => Ok((rows, 0)),
             // A read-only SELECT: nothing to keep track of.
             Attempt::ReadOnly => Ok(exec(&self.db, sql, params, want_rows)?),
-            Attempt::Other => self.run_engine(sql, params, want_rows),
+            Attempt::Other => self.run_engine(sql, params, want_rows, facts),
         }
     }
 
@@ -86,6 +88,7 @@ impl Connection {
         sql: &str,
         params: &[Value],
         want_rows: bool,
+        facts: &Facts,
     ) -> Result<(Rows, usize)> {
         let read_only = self
             .db
@@ -93,7 +96,7 @@ impl Connection {
             .is_ok_and(|s| s.readonly() && s.column_count() > 0);
         if !read_only {
             self.set_engine_route("not a read-only SELECT");
-            return self.run_engine(sql, params, want_rows);
+            return self.run_engine(sql, params, want_rows, facts);
         }
         const WHY: &str = "pleroma_route = engine";
         match self.counters.declined.get_mut(WHY) {

@@ -15,13 +15,10 @@ impl Connection {
     /// database with persisted planes. Not VACUUM, ATTACH, DETACH or a
     /// PRAGMA (SQLite refuses some of them in a transaction, and none
     /// writes a planed table).
-    pub(super) fn wraps(&self, sql: &str, kind: &StmtKind) -> bool {
-        if !self.persisted.on || !matches!(kind, StmtKind::Other | StmtKind::Schema) {
-            return false;
-        }
-        if ["VACUUM", "ATTACH", "DETACH", "PRAGMA"]
-            .iter()
-            .any(|w| tokenize::starts_with_keyword(sql, w))
+    pub(super) fn wraps(&self, sql: &str, facts: &Facts) -> bool {
+        if !self.persisted.on
+            || !matches!(facts.kind, StmtKind::Other | StmtKind::Schema)
+            || facts.not_wrapped
         {
             return false;
         }
@@ -53,11 +50,8 @@ impl Connection {
     /// all the same (a virtual table or a function that writes one, a
     /// schema another connection changed since) is refused by the guard
     /// and runs once more, wrapped (`run_unguarded`).
-    pub(super) fn reaches_no_plane(&mut self, sql: &str, kind: &StmtKind) -> Result<bool> {
-        if *kind != StmtKind::Other
-            || self.persisted.seq.is_none()
-            || crate::txn_guards::may_transfer(sql)
-        {
+    pub(super) fn reaches_no_plane(&mut self, sql: &str, facts: &Facts) -> Result<bool> {
+        if facts.kind != StmtKind::Other || self.persisted.seq.is_none() || facts.may_transfer {
             return Ok(false);
         }
         if crate::mutation::active(Mutation::UnguardedWritePasses) {
@@ -96,18 +90,19 @@ impl Connection {
         sql: &str,
         params: &[Value],
         want_rows: bool,
+        facts: &Facts,
     ) -> Result<(Rows, usize)> {
         use std::sync::atomic::Ordering::Relaxed;
         let passes = crate::mutation::active(Mutation::UnguardedWritePasses);
         let allowed = self.guard.allow.swap(passes, Relaxed);
         let total_before = self.db.total_changes() as i64;
-        let r = self.run_plain(sql, params, want_rows, StmtKind::Other, true);
+        let r = self.run_plain(sql, params, want_rows, facts, true);
         self.guard.allow.store(allowed, Relaxed);
         if r.is_err() && self.db.is_autocommit() && self.guard.refused.swap(false, Relaxed) {
             self.reach.insert(sql.to_owned(), true);
             // Rows a trigger of the undone run counted are not the user's.
             self.user_counters.discount(&self.db, total_before);
-            return self.run_wrapped(sql, params, want_rows, &StmtKind::Other);
+            return self.run_wrapped(sql, params, want_rows, facts);
         }
         r
     }
@@ -123,7 +118,7 @@ impl Connection {
         sql: &str,
         params: &[Value],
         want_rows: bool,
-        kind: &StmtKind,
+        facts: &Facts,
     ) -> Result<(Rows, usize)> {
         let _commit = self.database.commit_in_flight();
         let begun = self.begin_writing_main();
@@ -134,8 +129,9 @@ impl Connection {
             // A read-only connection (`query_only`, a read-only file): the
             // statement cannot write either, and fails as it does in plain
             // SQLite (which also sets `changes()` to 0 then).
-            let r = exec(&self.db, sql, params, want_rows);
-            self.note_changes(sql);
+            let mut readonly = None;
+            let r = exec_seen(&self.db, sql, params, want_rows, &mut readonly);
+            self.note_changes(facts, readonly);
             return Ok(r?);
         }
         self.lock().take_flags();
@@ -167,8 +163,8 @@ impl Connection {
         // ALTER TABLE: SQLite refuses to drop or rename a column an index
         // uses. A transfer: the guards would turn SQLite's optimization off
         // (`txn_guards::may_transfer`). The state row puts them back.
-        if is_alter(sql)
-            || (crate::txn_guards::may_transfer(sql)
+        if facts.alter
+            || (facts.may_transfer
                 && !crate::mutation::active(Mutation::TransferWithGuards))
         {
             let dropped = self
@@ -180,9 +176,10 @@ impl Connection {
         }
         self.lock().begin_statement(true);
         let total_before = self.db.total_changes() as i64;
-        let result = exec(&self.db, sql, params, want_rows);
+        let mut readonly = None;
+        let result = exec_seen(&self.db, sql, params, want_rows, &mut readonly);
         let statement_rows = self.db.total_changes() as i64 - total_before;
-        self.note_changes(sql);
+        self.note_changes(facts, readonly);
         let mut shared = planes::lock(&self.shared);
         let flags = shared.take_flags();
         if self.db.is_autocommit() {
@@ -217,7 +214,7 @@ impl Connection {
                 planes::rebuild_all(&self.db, &mut shared, Rebuild::FailedStatement);
             }
         }
-        let schema_changed = kind.is_schema_change() && result.is_ok();
+        let schema_changed = facts.kind.is_schema_change() && result.is_ok();
         if schema_changed {
             reverify(&self.db, &mut shared);
         }
@@ -298,11 +295,11 @@ impl Connection {
     /// change in a way that matters (`txn_guards.rs`), or before an ALTER
     /// TABLE (SQLite refuses to drop or rename a column an index uses).
     /// The transaction's state row puts them back.
-    pub(super) fn guards_out_of_the_way(&mut self, sql: &str, kind: &StmtKind) -> Result<()> {
-        if !matches!(kind, StmtKind::Other | StmtKind::Schema) {
+    pub(super) fn guards_out_of_the_way(&mut self, sql: &str, facts: &Facts) -> Result<()> {
+        if !matches!(facts.kind, StmtKind::Other | StmtKind::Schema) {
             return Ok(());
         }
-        if !is_alter(sql) && !self.guards_matter(sql)? {
+        if !facts.alter && !self.guards_matter(sql, facts)? {
             return Ok(());
         }
         self.user_counters
@@ -314,8 +311,8 @@ impl Connection {
     /// Whether the guards would change what this statement keeps inside
     /// the transaction (`txn_guards.rs`): a transfer, or a write that can
     /// fail part-way without a halt. Asked once per text and transaction.
-    pub(super) fn guards_matter(&mut self, sql: &str) -> Result<bool> {
-        if crate::txn_guards::may_transfer(sql) {
+    pub(super) fn guards_matter(&mut self, sql: &str, facts: &Facts) -> Result<bool> {
+        if facts.may_transfer {
             return Ok(!crate::mutation::active(Mutation::TransferWithGuards));
         }
         if crate::mutation::active(Mutation::GuardsKeptInTxn) {

@@ -13,16 +13,16 @@ impl Connection {
         sql: &str,
         params: &[Value],
         want_rows: bool,
+        facts: &Facts,
     ) -> Result<(Rows, usize)> {
-        let kind = txn::kind_of(sql);
         let was_auto = self.db.is_autocommit();
-        if was_auto && self.wraps(sql, &kind) {
-            if self.reaches_no_plane(sql, &kind)? {
-                return self.run_unguarded(sql, params, want_rows);
+        if was_auto && self.wraps(sql, facts) {
+            if self.reaches_no_plane(sql, facts)? {
+                return self.run_unguarded(sql, params, want_rows, facts);
             }
-            return self.run_wrapped(sql, params, want_rows, &kind);
+            return self.run_wrapped(sql, params, want_rows, facts);
         }
-        self.run_plain(sql, params, want_rows, kind, was_auto)
+        self.run_plain(sql, params, want_rows, facts, was_auto)
     }
 
     /// A statement that needs no state row of its own (one in a
@@ -34,15 +34,16 @@ impl Connection {
         sql: &str,
         params: &[Value],
         want_rows: bool,
-        kind: StmtKind,
+        facts: &Facts,
         was_auto: bool,
     ) -> Result<(Rows, usize)> {
+        let kind = &facts.kind;
         // The end of an explicit transaction that wrote: its state row
         // goes into it, before the COMMIT.
         // A RELEASE that leaves the transaction open writes none: its
         // guards would come back by a schema statement, at which FTS writes
         // out its pending rows where plain SQLite would not.
-        let ends = match &kind {
+        let ends = match kind {
             StmtKind::Commit => true,
             StmtKind::Release(name) => {
                 self.txn.release_may_end(name) || crate::mutation::active(Mutation::InnerReleaseRow)
@@ -61,14 +62,14 @@ impl Connection {
         }
         // The mutation `persist_rolled_back`: the working copy of a
         // transaction that rolls back is persisted after all.
-        let rolled_back_copy = (kind == StmtKind::Rollback
+        let rolled_back_copy = (*kind == StmtKind::Rollback
             && !was_auto
             && self.persisted.on
             && crate::mutation::active(Mutation::PersistRolledBack)
             && crate::ffi::writing(&self.db))
         .then(|| self.lock().snapshots());
         if !was_auto && self.persisted.on && !self.txn.guards_out && !self.lock().is_empty() {
-            self.guards_out_of_the_way(sql, &kind)?;
+            self.guards_out_of_the_way(sql, facts)?;
         }
         // A statement that may end in a commit: a reader that sees it
         // before it is published waits for the publish instead of
@@ -85,7 +86,7 @@ impl Connection {
         // VACUUM renumbers the rowids of a table without an index; a guard
         // would keep them (see `vacuum.rs`).
         let vacuum_of = if was_auto {
-            txn::vacuum_schema(sql)
+            facts.vacuum_of.clone()
         } else {
             None
         };
@@ -117,7 +118,7 @@ impl Connection {
             s.begin_statement(was_auto);
             matches!(kind, StmtKind::Begin | StmtKind::Savepoint(_)).then(|| s.snapshots())
         };
-        let ends = |k: StmtKind, m: Mutation| kind == k && crate::mutation::active(m);
+        let ends = |k: StmtKind, m: Mutation| *kind == k && crate::mutation::active(m);
         if sharing
             && !was_auto
             && (ends(StmtKind::Commit, Mutation::PublishBeforeCommit)
@@ -125,8 +126,9 @@ impl Connection {
         {
             self.publish_mutated();
         }
-        let result = exec(&self.db, sql, params, want_rows);
-        self.note_changes(sql);
+        let mut readonly = None;
+        let result = exec_seen(&self.db, sql, params, want_rows, &mut readonly);
+        self.note_changes(facts, readonly);
         if let Some(schema) = vacuum_of
             .as_deref()
             .filter(|_| result.is_ok() && !crate::mutation::active(Mutation::VacuumCountsOwnRows))
@@ -177,7 +179,7 @@ impl Connection {
                 }
             }
         } else {
-            match &kind {
+            match kind {
                 StmtKind::Begin => {
                     self.txn.base = before;
                     self.txn.by_begin = true;
@@ -215,7 +217,7 @@ impl Connection {
         if schema_changed && !now_auto {
             self.txn.schema_changed = true;
         }
-        if kind.is_schema_change() || is_pragma(sql) {
+        if kind.is_schema_change() || facts.pragma {
             self.txn.guards_matter.clear();
             self.txn.unhalted = None;
             // `foreign_keys` and `recursive_triggers` change what a
