@@ -5,6 +5,7 @@
 //! `database.rs`.
 
 use pleroma_plane::{JointKey, MeasureValue};
+use std::sync::Arc;
 use rusqlite::types::Value;
 use smallvec::SmallVec;
 
@@ -17,7 +18,7 @@ use crate::rows::Rows;
 /// process (`database.rs`).
 #[derive(Clone)]
 pub(crate) struct PublishedEntry {
-    pub def: PlaneDef,
+    pub def: Arc<PlaneDef>,
     pub snap: EntrySnapshot,
 }
 
@@ -161,7 +162,7 @@ impl Planes {
 
     /// This connection's entry of a definition (for its counters).
     pub fn find_def(&self, def: &PlaneDef) -> Option<&PlaneEntry> {
-        self.entries.iter().find(|e| e.def == *def)
+        self.entries.iter().find(|e| *e.def == *def)
     }
 
     /// A new set of planes (adopted from another connection).

@@ -7,7 +7,8 @@ use super::*;
 /// Resolve columns and build the plane from the table's rows. Problems
 /// (a missing column, a REAL in a dimension, a dimension over its cap) come
 /// back as an out-of-service entry with the reason.
-pub(crate) fn build_entry(db: &rusqlite::Connection, def: PlaneDef) -> PlaneEntry {
+pub(crate) fn build_entry(db: &rusqlite::Connection, def: impl Into<Arc<PlaneDef>>) -> PlaneEntry {
+    let def: Arc<PlaneDef> = def.into();
     let mut config = PlaneConfig::new(def.dims.clone(), def.measures.clone());
     config.cap = def.cap;
     let mut entry = PlaneEntry {

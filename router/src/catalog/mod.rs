@@ -67,7 +67,7 @@ pub(crate) struct ColumnMap {
 
 /// A plane attached to a table, with what the hook needs to feed it.
 pub(crate) struct PlaneEntry {
-    pub def: PlaneDef,
+    pub def: Arc<PlaneDef>,
     pub cols: Arc<ColumnMap>,
     pub plane: Plane,
     /// Out of service for a reason outside the cells (schema changes).

@@ -210,7 +210,7 @@ pub(super) fn ensure_schema(
          schema_version INTEGER NOT NULL, schema_hash INTEGER NOT NULL, body BLOB NOT NULL)"
         ),
     )?;
-    for (name, sql) in guards_needed(views.iter().filter(|v| !v.broken).map(|v| &v.def), keys) {
+    for (name, sql) in guards_needed(views.iter().filter(|v| !v.broken).map(|v| &*v.def), keys) {
         match object_sql(db, &name)? {
             Some(Some(s)) if s == sql && guard_empty(db, &name)? => continue,
             Some(_) => crate::user_counters::schema_statement(
@@ -246,7 +246,7 @@ pub(super) fn guards_ok(
             .entries
             .iter()
             .filter(|e| e.broken.is_none())
-            .map(|e| &e.def),
+            .map(|e| &*e.def),
         keys,
     ) {
         let stored = object_sql(db, &name)?.flatten();

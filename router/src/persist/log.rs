@@ -222,7 +222,7 @@ pub(crate) fn open(
             let mut config = PlaneConfig::new(d.dims.clone(), d.measures.clone());
             config.cap = d.cap;
             PlaneEntry {
-                def: d.clone(),
+                def: d.clone().into(),
                 cols: Default::default(),
                 plane: Plane::new(config),
                 broken: None,
@@ -316,7 +316,7 @@ pub(crate) fn follow(
     };
     let defs = catalog::load_defs(db)?;
     if defs.len() != planes.entries.len()
-        || defs.iter().zip(&planes.entries).any(|(d, e)| *d != e.def)
+        || defs.iter().zip(&planes.entries).any(|(d, e)| *d != *e.def)
     {
         return Ok(Followed::Reload);
     }

@@ -126,13 +126,15 @@ pub(crate) struct Persisted {
     /// The guard function's keys of this connection.
     pub guard: Arc<Guard>,
     /// The planes at `seq`, by definition.
-    base: Vec<(PlaneDef, Snapshot)>,
+    base: Vec<(Arc<PlaneDef>, Snapshot)>,
     /// Deltas since the last checkpoint, their bytes, the checkpoint's.
     deltas: usize,
     delta_bytes: usize,
     checkpoint_bytes: usize,
     /// A row written in the open transaction: `seq` once it commits.
     pending: Option<Pending>,
+    /// Each definition's key in a state row ([`entry_key`]), made once.
+    keys: Vec<(Arc<PlaneDef>, String)>,
 }
 
 struct Pending {
@@ -140,7 +142,7 @@ struct Pending {
     schema_version: i64,
     schema_hash: i64,
     chain: u64,
-    base: Vec<(PlaneDef, Snapshot)>,
+    base: Vec<(Arc<PlaneDef>, Snapshot)>,
     checkpoint: bool,
     bytes: usize,
 }
@@ -217,7 +219,20 @@ impl Persisted {
     }
 }
 
-fn bases(planes: &Planes) -> Vec<(PlaneDef, Snapshot)> {
+/// `def`'s key in a state row, made once per definition.
+fn key_of(keys: &mut Vec<(Arc<PlaneDef>, String)>, def: &Arc<PlaneDef>) -> String {
+    if let Some((_, k)) = keys.iter().find(|(d, _)| Arc::ptr_eq(d, def)) {
+        return k.clone();
+    }
+    if keys.len() >= 64 {
+        keys.clear();
+    }
+    let k = entry_key(def);
+    keys.push((def.clone(), k.clone()));
+    k
+}
+
+fn bases(planes: &Planes) -> Vec<(Arc<PlaneDef>, Snapshot)> {
     planes
         .entries
         .iter()
@@ -229,7 +244,7 @@ fn bases(planes: &Planes) -> Vec<(PlaneDef, Snapshot)> {
 /// after it is released (the hook takes that lock for every row event,
 /// the state row's own too).
 pub(crate) struct View {
-    def: PlaneDef,
+    def: Arc<PlaneDef>,
     plane: Plane,
     out_of_service: Option<String>,
     /// Out of service by a schema change: its columns may be gone, so it
@@ -376,7 +391,7 @@ fn persist_allowed(
     let mut items = Vec::new();
     if checkpoint {
         for v in views {
-            items.push((entry_key(&v.def), image(v, None).encode()));
+            items.push((key_of(&mut p.keys, &v.def), image(v, None).encode()));
         }
     } else {
         for (v, (_, b)) in views.iter().zip(&p.base) {
@@ -384,7 +399,7 @@ fn persist_allowed(
             if !img.is_full() && img.is_empty_delta(&v.plane) && v.out_of_service.is_none() {
                 continue;
             }
-            items.push((entry_key(&v.def), img.encode()));
+            items.push((key_of(&mut p.keys, &v.def), img.encode()));
         }
         if items.is_empty() && sv == p.schema_version {
             if let Some(e) = earlier.filter(|_| !crate::mutation::active(Mutation::ReleaseRowKept))
