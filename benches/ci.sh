@@ -19,6 +19,9 @@ done
 for w in readers ingest pool open; do
     "$bin" bench "$w" --rows 2000 --json "$out/$w.json" > "$out/$w.md"
 done
+# Concurrent write transactions (issue 21): each arm's totals checked against
+# plain SQLite on its file, and the row count against the commits.
+"$bin" bench writers --rows 2000 --seconds 0.3 --json "$out/writers.json" > "$out/writers.md"
 # The server under load (issue 15): every answer checked against SQLite.
 "$bin" bench serve --rows 2000 --clients 4 --seconds 1 --calls 100 > "$out/serve.md"
 "$bin" bench speedtest --rows 600 --json "$out/speedtest.json" > "$out/speedtest.md"

@@ -8,9 +8,10 @@
 //! ```
 //!
 //! WORKLOAD is `ledger` (§1), `dashboard` (§2), `ingest` (§3), `tenants`
-//! (§4), `classes` (§5), `writes` (§6), `readers` (§7), `speedtest` (§9) or
-//! `pool` (§10). Output: a Markdown table on stdout, every figure as
-//! JSON (`--json`), a log-scale bar chart (`--svg`). A wrong answer on any
+//! (§4), `classes` (§5), `writes` (§6), `readers` (§7), `speedtest` (§9),
+//! `pool` (§10) or `writers` (concurrent write transactions, each session
+//! looping for `--seconds`). Output: a Markdown table on stdout, every figure
+//! as JSON (`--json`), a log-scale bar chart (`--svg`). A wrong answer on any
 //! arm fails the run.
 
 use std::path::PathBuf;
@@ -37,6 +38,7 @@ pub mod speedtest;
 pub mod svg;
 pub mod tenants;
 pub mod workload;
+pub mod writers;
 pub mod writes;
 
 use harness::{Arm, Options, Report};
@@ -69,6 +71,8 @@ enum Cmd {
     Speedtest(RunArgs),
     /// §10: 8 connections on one file, one writing, 7 running plane-served queries (default 1,000,000 events).
     Pool(RunArgs),
+    /// Concurrent write transactions: 1 and 8 sessions, each looping over BEGIN, two INSERTs, COMMIT (default 300,000 rows).
+    Writers(RunArgs),
     /// §8: a new process's first plane answer, from persisted state and by rebuild; following another process's commit (default 1,000,000 rows).
     Open(RunArgs),
     /// The regression gate: cells of NEW worse than OLD by >25 % (or OLD's spread) in both loops.
@@ -113,6 +117,9 @@ struct RunArgs {
     /// Most calls in one timed loop.
     #[arg(long, default_value_t = 200)]
     max_calls: usize,
+    /// writers: how long each session loops, in seconds.
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
 }
 
 /// What a workload hands back for printing and saving.
@@ -212,6 +219,7 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
         Cmd::Readers(a) => ("readers", a),
         Cmd::Pool(a) => ("pool", a),
         Cmd::Open(a) => ("open", a),
+        Cmd::Writers(a) => ("writers", a),
     };
     let mut arms = Vec::new();
     for s in a.arms.split(',').filter(|s| !s.trim().is_empty()) {
@@ -249,6 +257,7 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
         "readers" => readers::run(a.rows.unwrap_or(2_000_000), &opts)?,
         "pool" => pool::run(a.rows.unwrap_or(1_000_000), &opts)?,
         "open" => open::run(a.rows.unwrap_or(1_000_000), &opts)?,
+        "writers" => writers::run(a.rows.unwrap_or(300_000), a.seconds, &opts)?,
         _ => speedtest::run(a.rows.unwrap_or(30_000), &opts)?,
     };
     let r = &out.report;

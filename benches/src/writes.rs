@@ -38,13 +38,14 @@ pub const PLANE_PRAGMA: &str = "PRAGMA pleroma_attach('w', 'd1, d2, d3, d4', 'm1
 const CREATE: &str =
     "CREATE TABLE w(id INTEGER PRIMARY KEY, d1 TEXT, d2 TEXT, d3 INTEGER, d4 INTEGER, \
                       m1 INTEGER, m2 INTEGER, m3 INTEGER, note TEXT)";
-const INSERT: &str = "INSERT INTO w VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+pub const INSERT: &str = "INSERT INTO w VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
 const UPDATE: &str = "UPDATE w SET m1 = m1 + ?1, d3 = ?2 WHERE id = ?3";
 const CHECK: &str = "SELECT d1, COUNT(*), SUM(m1), SUM(m2), SUM(m3) FROM w GROUP BY d1 ORDER BY d1";
 const D1: [&str; 6] = ["red", "green", "blue", "cyan", "magenta", "yellow"];
 const D2: [&str; 4] = ["north", "south", "east", "west"];
 
-fn row(rng: &mut Rng, id: i64) -> Vec<Value> {
+/// Row `id` of `w`, its other columns drawn from `rng`.
+pub fn row(rng: &mut Rng, id: i64) -> Vec<Value> {
     vec![
         Value::Integer(id),
         Value::Text(D1[rng.below(6) as usize].into()),
@@ -180,7 +181,7 @@ fn batch_load(arm: Arm, rows: u64, seed: u64) -> Result<f64> {
 }
 
 /// The base table of `rows` rows (cached), loaded by plain SQLite.
-fn base(rows: u64, seed: u64) -> Result<PathBuf> {
+pub fn base(rows: u64, seed: u64) -> Result<PathBuf> {
     gen::cached_db("writes", rows, seed, |conn| {
         conn.execute_batch(gen::FAST_LOAD)?;
         conn.execute_batch(CREATE)?;
