@@ -10,7 +10,8 @@
 //! - `persisted`: the same plane persisted (the default).
 //!
 //! Operations: `insert`, `update`, `delete` (of `w`), `other` (an INSERT
-//! into `u`, a table without a plane) and `batch`.
+//! into `u`, a table without a plane), `txn` (`BEGIN`, two INSERTs,
+//! `COMMIT`: a "statement" is the transaction) and `batch`.
 //!
 //! ```sh
 //! cargo build --release -p pleroma --example write_cost
@@ -105,6 +106,16 @@ fn measured(c: &mut Conn, op: &str, n: i64, next: i64, rows: i64) -> i64 {
                 c.exec(OTHER, &[Value::Integer(next + k), Value::Text("x".into())]);
             }
         }
+        "txn" => {
+            // Two INSERTs in one transaction, N times (`bench writers`).
+            for k in 0..n {
+                c.exec("BEGIN", &[]);
+                c.exec(INSERT, &row(next + 2 * k));
+                c.exec(INSERT, &row(next + 2 * k + 1));
+                c.exec("COMMIT", &[]);
+            }
+            return next + 2 * n;
+        }
         "batch" => {
             c.exec("BEGIN", &[]);
             for id in next..next + n {
@@ -112,7 +123,7 @@ fn measured(c: &mut Conn, op: &str, n: i64, next: i64, rows: i64) -> i64 {
             }
             c.exec("COMMIT", &[]);
         }
-        _ => panic!("operation: insert, update, delete, other or batch"),
+        _ => panic!("operation: insert, update, delete, other, txn or batch"),
     }
     next + n
 }

@@ -400,3 +400,31 @@ pub(crate) fn attached_files(db: &rusqlite::Connection) -> bool {
     // first attached file, and SQLite returns null past the last one.
     unsafe { !ffi::sqlite3_db_name(db.handle(), 2).is_null() }
 }
+
+/// The names of the connection's schemas, main first (`sqlite3_db_name`:
+/// no SQL, no transaction). Temp is left out when it was never made.
+pub(crate) fn schema_names(db: &rusqlite::Connection) -> Vec<String> {
+    let mut out = Vec::new();
+    for i in 0.. {
+        // SAFETY: the handle is valid for the life of `db`; SQLite returns
+        // null past the last schema, and a name it returns is a
+        // NUL-terminated string valid until the schema list changes (it is
+        // copied at once).
+        let name = unsafe { ffi::sqlite3_db_name(db.handle(), i) };
+        if name.is_null() {
+            break;
+        }
+        // SAFETY: as above.
+        let name = unsafe { std::ffi::CStr::from_ptr(name) };
+        out.push(name.to_string_lossy().into_owned());
+    }
+    out
+}
+
+/// The process's hard heap limit in bytes (0: none), read without changing
+/// it (`sqlite3_hard_heap_limit64` with a negative argument). Process-wide:
+/// any connection's `PRAGMA hard_heap_limit` sets it.
+pub(crate) fn hard_heap_limit() -> i64 {
+    // SAFETY: a negative argument only reads the limit.
+    unsafe { ffi::sqlite3_hard_heap_limit64(-1) }
+}

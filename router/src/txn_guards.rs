@@ -96,8 +96,7 @@ impl Unhalted {
             .prepare_cached("PRAGMA recursive_triggers")?
             .query_row([], |r| r.get(0))?;
         // A hard heap limit makes any statement fail with out of memory.
-        let heap: i64 = db.query_row("PRAGMA hard_heap_limit", [], |r| r.get(0))?;
-        let mut limits = heap > 0;
+        let mut limits = crate::ffi::hard_heap_limit() > 0;
         let mut vtabs = false;
         let schemas: Vec<String> = db
             .prepare_cached("SELECT name FROM pragma_database_list")?
@@ -128,6 +127,12 @@ impl Unhalted {
         })
     }
 
+    /// With the process's hard heap limit as it is now (`limited`).
+    pub(crate) fn with_heap_limit(mut self, limited: bool) -> Unhalted {
+        self.limits |= limited;
+        self
+    }
+
     /// Whether a virtual table exists: then the guards leave before the
     /// transaction's first write, while FTS holds no pending rows, so that
     /// the schema statement that drops them writes none out (see the
@@ -140,6 +145,20 @@ impl Unhalted {
     pub(crate) fn possible(&self) -> bool {
         self.tables || self.vtabs || self.recursion || self.limits
     }
+}
+
+/// Every schema's `schema_version` but temp's, in the connection's order:
+/// what a cached [`Unhalted`] and write sets were read under.
+pub(crate) fn schema_versions(db: &rusqlite::Connection) -> rusqlite::Result<Vec<i64>> {
+    let mut out = Vec::new();
+    for s in crate::ffi::schema_names(db) {
+        if s.eq_ignore_ascii_case("temp") {
+            continue;
+        }
+        let sql = format!("PRAGMA {}.schema_version", crate::catalog::quote(&s));
+        out.push(db.prepare_cached(&sql)?.query_row([], |r| r.get(0))?);
+    }
+    Ok(out)
 }
 
 /// SQLite's default `max_page_count` (`SQLITE_MAX_PAGE_COUNT`).

@@ -59,6 +59,17 @@ pub struct Connection {
     /// table (or one of Pleroma's own), by what SQLite's authorizer names
     /// while compiling it (`Connection::reaches_no_plane`).
     reach: AHashMap<String, bool>,
+    /// Per text: the tables it writes, as SQLite's authorizer names them
+    /// while compiling it (`txn_guards::writes`; `None`: it does not
+    /// prepare). Installing the authorizer makes SQLite compile every
+    /// prepared statement again, so it is asked once per text.
+    write_sets: AHashMap<String, Option<Arc<Vec<crate::txn_guards::Write>>>>,
+    /// What can make a write fail part-way here (`txn_guards::Unhalted`),
+    /// with the `schema_version` of every schema but temp it was read at.
+    unhalted: Option<(Vec<i64>, crate::txn_guards::Unhalted)>,
+    /// The raw handle was handed out (`Connection::sqlite`): anything may
+    /// have been set through it.
+    raw_used: std::sync::atomic::AtomicBool,
     /// What each statement's text says, read once per text.
     facts: FactsCache,
     txn: TxnState,
@@ -132,6 +143,9 @@ impl Connection {
             shared,
             cache: AHashMap::new(),
             reach: AHashMap::new(),
+            write_sets: AHashMap::new(),
+            unhalted: None,
+            raw_used: std::sync::atomic::AtomicBool::new(true),
             facts: FactsCache::default(),
             txn: TxnState::default(),
             mode: RouteMode::Auto,
@@ -174,6 +188,8 @@ impl Connection {
     pub fn sqlite(&self) -> &rusqlite::Connection {
         // Anything may be run through it, `PRAGMA count_changes` too.
         self.user_counters.forget_count_rows();
+        self.raw_used
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         &self.db
     }
 

@@ -36,7 +36,11 @@ impl Connection {
         // Shared planes: start from the committed state, which another
         // connection may have published (or changed the planes in). A plane
         // answer below uses this sync instead of making its own.
-        let synced = if sharing && self.db.is_autocommit() {
+        // A `BEGIN` or `SAVEPOINT` reads nothing, and with persisted planes
+        // the transaction's first write follows any commit under the write
+        // lock (`catch_up_under_lock`), its reads before they answer.
+        let opens_txn = matches!(facts.kind, StmtKind::Begin | StmtKind::Savepoint(_));
+        let synced = if sharing && self.db.is_autocommit() && !(opens_txn && self.persisted.on) {
             Some(self.sync_external()?)
         } else {
             None
@@ -252,7 +256,16 @@ impl Connection {
         self.plans_epoch += 1;
         self.cache.clear();
         self.memo.clear();
+        self.forget_write_sets();
+    }
+
+    /// What a statement writes, and what can fail part-way, may have
+    /// changed (a schema change, a PRAGMA, the raw handle, another
+    /// connection's schema change).
+    pub(super) fn forget_write_sets(&mut self) {
         self.reach.clear();
+        self.write_sets.clear();
+        self.unhalted = None;
     }
 
     pub(super) fn decline(

@@ -43,6 +43,9 @@ impl Connection {
                     self.adopt(&p);
                     return Ok(true);
                 }
+                // Without planes nothing waits for a publish: SQLite
+                // answers, and the next statement looks again.
+                Found::InFlight if self.lock().is_empty() => return Ok(false),
                 Found::InFlight if std::time::Instant::now() < deadline => {
                     std::thread::yield_now();
                 }

@@ -66,7 +66,7 @@ impl Connection {
             .iter()
             .map(|e| e.def.table.clone())
             .collect();
-        let reaches = match crate::txn_guards::writes(&mut self.db, sql)? {
+        let reaches = match self.write_set(sql)? {
             None => true,
             Some(writes) => writes.iter().any(|w| w.of_main() && w.reaches(&planed)),
         };
@@ -332,7 +332,8 @@ impl Connection {
             .transaction_state(Some(rusqlite::MAIN_DB))
             .is_ok_and(|s| s == rusqlite::TransactionState::None);
         if untouched && !crate::mutation::active(Mutation::BusyHandlerSkipped) {
-            let writes_main = crate::txn_guards::writes(&mut self.db, sql)?
+            let writes_main = self
+                .write_set(sql)?
                 .is_some_and(|w| w.iter().any(|w| w.of_main()));
             if writes_main {
                 let locked = self.user_counters.hidden(&self.db, || {
@@ -346,7 +347,7 @@ impl Connection {
         let unhalted = match self.txn.unhalted {
             Some(u) => u,
             None => {
-                let u = crate::txn_guards::Unhalted::read(&self.db)?;
+                let u = self.unhalted_now()?;
                 self.txn.unhalted = Some(u);
                 u
             }
@@ -366,7 +367,7 @@ impl Connection {
             .iter()
             .map(|e| e.def.table.clone())
             .collect();
-        let m = match crate::txn_guards::writes(&mut self.db, sql)? {
+        let m = match self.write_set(sql)? {
             Some(writes) => {
                 crate::txn_guards::guards_matter(&self.db, &writes, &guarded, unhalted)?
             }
@@ -374,6 +375,45 @@ impl Connection {
         };
         self.txn.guards_matter.insert(sql.to_owned(), m);
         Ok(m)
+    }
+
+    /// The tables `sql` writes (`txn_guards::writes`), asked once per text.
+    fn write_set(&mut self, sql: &str) -> Result<Option<Arc<Vec<crate::txn_guards::Write>>>> {
+        if let Some(w) = self.write_sets.get(sql) {
+            return Ok(w.clone());
+        }
+        let w = crate::txn_guards::writes(&mut self.db, sql)?.map(Arc::new);
+        if self.write_sets.len() >= REACH_CAPACITY {
+            self.write_sets.clear();
+        }
+        self.write_sets.insert(sql.to_owned(), w.clone());
+        Ok(w)
+    }
+
+    /// What can make a write fail part-way on this connection now: read
+    /// again only when a schema changed since (every schema's
+    /// `schema_version` but temp's, which only this connection changes and
+    /// then forgets the write sets) or the raw handle was used; the heap
+    /// limit, which any connection of the process can set, every time.
+    /// Read where the transaction already holds its snapshot (after the
+    /// first write's lock), like the schema reads it replaces; a moved
+    /// version also drops the write sets read from the old schema.
+    fn unhalted_now(&mut self) -> Result<crate::txn_guards::Unhalted> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.raw_used.swap(false, Relaxed) {
+            self.forget_write_sets();
+        }
+        let versions = crate::txn_guards::schema_versions(&self.db)?;
+        let u = match &self.unhalted {
+            Some((v, u)) if *v == versions => *u,
+            _ => {
+                self.forget_write_sets();
+                let u = crate::txn_guards::Unhalted::read(&self.db)?;
+                self.unhalted = Some((versions, u));
+                u
+            }
+        };
+        Ok(u.with_heap_limit(crate::ffi::hard_heap_limit() > 0))
     }
 
     /// The transaction's first write holds main's write lock now, and has

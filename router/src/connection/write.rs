@@ -223,6 +223,8 @@ impl Connection {
             // `foreign_keys` and `recursive_triggers` change what a
             // statement's compiled program writes.
             self.reach.clear();
+            self.write_sets.clear();
+            self.unhalted = None;
         }
         if now_auto {
             self.txn.clear();
