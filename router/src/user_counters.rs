@@ -181,8 +181,10 @@ impl UserCounters {
     }
 
     /// The wrap's COMMIT failed (a deferred foreign key) after the user's
-    /// statement changed `rows` rows, and rolled them back: as in
-    /// autocommit, they count in neither `changes()` nor `total_changes()`.
+    /// statement changed `rows` rows of its own, and rolled them back: as
+    /// in autocommit, they count in neither `changes()` nor
+    /// `total_changes()` (its triggers' rows do count in the latter: SQLite
+    /// adds them when each trigger program ends).
     pub fn statement_rolled_back(&self, db: &rusqlite::Connection, rows: i64) {
         let now = (db.changes() as i64, db.total_changes() as i64);
         let mut a = self.0.lock().unwrap_or_else(|e| e.into_inner());

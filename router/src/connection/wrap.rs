@@ -175,10 +175,17 @@ impl Connection {
             }
         }
         self.lock().begin_statement(true);
-        let total_before = self.db.total_changes() as i64;
         let mut readonly = None;
         let result = exec_seen(&self.db, sql, params, want_rows, &mut readonly);
-        let statement_rows = self.db.total_changes() as i64 - total_before;
+        // The statement's own rows (`changes()`): what plain SQLite takes
+        // out of `total_changes()` when its autocommit fails at the commit.
+        // Its triggers' and foreign-key actions' rows stay counted there
+        // (each trigger program adds its rows when it ends).
+        let statement_rows = if readonly == Some(false) && facts.sets_changes {
+            self.db.changes() as i64
+        } else {
+            0
+        };
         self.note_changes(facts, readonly);
         let mut shared = planes::lock(&self.shared);
         let flags = shared.take_flags();
@@ -232,7 +239,7 @@ impl Connection {
         });
         if let Err(e) = committed {
             // A deferred foreign key: SQLite rolls the statement back in
-            // autocommit, and counts none of its rows.
+            // autocommit, and counts none of its own rows.
             let r = self.abandon_wrap(Err(e.into()));
             self.user_counters
                 .statement_rolled_back(&self.db, statement_rows);
