@@ -4,9 +4,11 @@
 //! m3 INTEGER, note TEXT)`, the plane on dims `d1, d2, d3, d4` and measures
 //! `m1, m2, m3`. Measured per arm (`sqlite`, `engine`, `plane`):
 //!
-//! - `insert_single` / `update_single`: 205 autocommit single-row statements
-//!   on a copy of the `--rows` table, the first 5 dropped, median (loop 1 =
-//!   statements 6–105, loop 2 = 106–205);
+//! - `insert_single` / `update_single` / `delete_single`: 205 autocommit
+//!   single-row statements on a copy of the `--rows` table, the first 5
+//!   dropped, median (loop 1 = statements 6–105, loop 2 = 106–205);
+//! - `insert_other_table`: the same for an INSERT into a table without a
+//!   plane on the same file (`other`), which needs nothing of the plane;
 //! - `batch_load`: `--rows` rows into an empty table in one transaction with
 //!   a prepared INSERT (the plane attached before the load), done twice;
 //! - `plane_build`: attaching to the loaded table (first call) and
@@ -40,6 +42,9 @@ const CREATE: &str =
                       m1 INTEGER, m2 INTEGER, m3 INTEGER, note TEXT)";
 pub const INSERT: &str = "INSERT INTO w VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
 const UPDATE: &str = "UPDATE w SET m1 = m1 + ?1, d3 = ?2 WHERE id = ?3";
+const DELETE: &str = "DELETE FROM w WHERE id = ?1";
+const CREATE_OTHER: &str = "CREATE TABLE other(id INTEGER PRIMARY KEY, a INTEGER, b TEXT)";
+const INSERT_OTHER: &str = "INSERT INTO other(a, b) VALUES (?1, ?2)";
 const CHECK: &str = "SELECT d1, COUNT(*), SUM(m1), SUM(m2), SUM(m3) FROM w GROUP BY d1 ORDER BY d1";
 const D1: [&str; 6] = ["red", "green", "blue", "cyan", "magenta", "yellow"];
 const D2: [&str; 4] = ["north", "south", "east", "west"];
@@ -234,6 +239,8 @@ fn single_rows(
     std::fs::copy(base, &path).context("copying the base table")?;
     let mut c = ArmConn::open(arm, &path)?;
     c.batch(FILE_SETTINGS)?;
+    // A table without a plane, on the same file as the planed one.
+    c.batch(CREATE_OTHER)?;
     if arm == Arm::Plane {
         let t = Instant::now();
         c.batch(PLANE_PRAGMA)?;
@@ -289,6 +296,38 @@ fn single_rows(
         upd[0],
         &upd[5..105],
         &upd[105..],
+        c.route(),
+    ));
+    // Deletes of rows that exist, each once (ids spread over the table).
+    let mut del = Vec::new();
+    let n = rows.max(1) as i64;
+    for k in 0..205_i64 {
+        let id = (k * 7919) % n + 1;
+        let t = Instant::now();
+        c.exec(DELETE, &[Value::Integer(id)])?;
+        del.push(millis(t));
+    }
+    report.cells.push(cell(
+        "delete_single",
+        arm,
+        del[0],
+        &del[5..105],
+        &del[105..],
+        c.route(),
+    ));
+    let mut other = Vec::new();
+    for k in 0..205_i64 {
+        let p = [Value::Integer(k), Value::Text("x".into())];
+        let t = Instant::now();
+        c.exec(INSERT_OTHER, &p)?;
+        other.push(millis(t));
+    }
+    report.cells.push(cell(
+        "insert_other_table",
+        arm,
+        other[0],
+        &other[5..105],
+        &other[105..],
         c.route(),
     ));
     let answer = c.query(CHECK)?;
@@ -406,7 +445,7 @@ fn table(report: &Report, opts: &Options) -> String {
     out.push_str(&table_row(
         &head.iter().map(|_| "---".to_owned()).collect::<Vec<_>>(),
     ));
-    for q in ["insert_single", "update_single", "batch_load"] {
+    for q in ["insert_single", "update_single", "delete_single", "insert_other_table", "batch_load"] {
         let mut row = vec![q.to_owned()];
         for a in &arms {
             row.push(
