@@ -1021,6 +1021,7 @@ impl Gen<'_> {
         // fails. The row taken out after it leaves the planes as they were.
         let failed_commit = self.rng.chance(0.5);
         if failed_commit {
+            self.exec("PRAGMA foreign_keys = ON".into());
             self.exec(format!("CREATE TABLE {r}_p(k INTEGER PRIMARY KEY)"));
             self.exec(format!(
                 "CREATE TABLE {r}_c(x INT REFERENCES {r}_p(k) DEFERRABLE INITIALLY DEFERRED)"
