@@ -68,11 +68,7 @@ fn cmp_row(a: &[Value], b: &[Value]) -> Ordering {
 /// Does the statement fix its row order? (An ORDER BY in the outermost
 /// statement; our workloads keep ORDER BY out of subqueries.)
 pub fn ordered(sql: &str) -> bool {
-    sql.to_ascii_uppercase()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .windows(2)
-        .any(|w| w == ["ORDER", "BY"])
+    pleroma::tokenize::orders_rows(sql)
 }
 
 /// Compare two answers; `Err` says where they differ.

@@ -137,15 +137,14 @@ fn parse_named(name: &str, tail: &str) -> Result<Pragma, String> {
                 }
                 return mode(name, &a[0]).map(|m| Pragma::Route(Some(m)));
             };
-            let v = v.trim_matches(|c| c == '\'' || c == '"');
-            mode(name, v).map(|m| Pragma::Route(Some(m)))
+            mode(name, &eq_value(v)).map(|m| Pragma::Route(Some(m)))
         }
         "pleroma_persist" => {
             if tail.is_empty() {
                 return Ok(Pragma::Persist(None));
             }
             let v = match tail.strip_prefix('=') {
-                Some(v) => v.trim().trim_matches(|c| c == '\'' || c == '"').to_owned(),
+                Some(v) => eq_value(v).into_owned(),
                 None => {
                     let a = args(name, tail)?;
                     if a.len() != 1 {
@@ -194,6 +193,21 @@ fn list(v: &str) -> Vec<String> {
         .collect()
 }
 
+/// The value after `=` in `PRAGMA name = value`: one word, quoted name or
+/// string, read by the tokenizer ([`tokenize::Token::value`]: without its quotes, a
+/// doubled quote as one, comments around it skipped). Anything else (an
+/// unterminated quote, more than one token) keeps the old reading: the
+/// text with quote characters trimmed from both ends.
+fn eq_value(v: &str) -> std::borrow::Cow<'_, str> {
+    let mut code = tokenize::code(v);
+    if let (Some(t), None) = (code.next(), code.next()) {
+        if matches!(t.kind, Kind::Word | Kind::Quoted | Kind::String) {
+            return t.value();
+        }
+    }
+    std::borrow::Cow::Borrowed(v.trim().trim_matches(|c| c == '\'' || c == '"'))
+}
+
 /// `('a', 'b', ...)`: single-quoted strings ('' escapes a quote) separated
 /// by commas, read by the tokenizer (comments between them are skipped).
 fn args(name: &str, tail: &str) -> Result<Vec<String>, String> {
@@ -232,6 +246,25 @@ fn args(name: &str, tail: &str) -> Result<Vec<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn eq_value_reads_the_token() {
+        assert_eq!(eq_value(" engine"), "engine");
+        assert_eq!(eq_value("'plane'"), "plane");
+        assert_eq!(eq_value("\"auto\""), "auto");
+        // As before: an unterminated or mismatched quote is trimmed.
+        assert_eq!(eq_value("'on\""), "on");
+        assert_eq!(eq_value("'off"), "off");
+        // As SQLite reads it: a comment is no part of the value, `[x]` is a
+        // quoted name, a doubled quote is one.
+        assert_eq!(eq_value("/* c */ engine"), "engine");
+        assert_eq!(eq_value("[plane]"), "plane");
+        assert_eq!(eq_value("'it''s'"), "it's");
+        assert!(matches!(
+            parse("PRAGMA pleroma_route = /* c */ engine"),
+            Some(Ok(Pragma::Route(Some(_))))
+        ));
+    }
 
     #[test]
     fn parses_attach_with_lists() {

@@ -121,6 +121,28 @@ pub fn has_code(sql: &str) -> bool {
     code(sql).next().is_some()
 }
 
+/// Whether `sql` has `ORDER BY` outside all parentheses: the words as
+/// SQLite reads them (not inside a comment, a string or a quoted name, and
+/// not a subquery's or a window's `ORDER BY`), so the rows of its answer
+/// come in a fixed order.
+pub fn orders_rows(sql: &str) -> bool {
+    let mut depth = 0usize;
+    let mut after_order = false;
+    for t in code(sql) {
+        let order = depth == 0 && t.is("ORDER");
+        if after_order && depth == 0 && t.is("BY") {
+            return true;
+        }
+        match t.text {
+            "(" if t.kind == Kind::Punct => depth += 1,
+            ")" if t.kind == Kind::Punct => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        after_order = order;
+    }
+    false
+}
+
 /// The byte offsets just after each `;` that ends a statement in `sql`, as
 /// `sqlite3_complete` (`complete.c`) decides: the `;` is outside quotes and
 /// comments, and a statement that begins `CREATE [TEMP] TRIGGER` (after an
@@ -431,6 +453,22 @@ mod tests {
 
     fn kinds(sql: &str) -> Vec<(Kind, &str)> {
         code(sql).map(|t| (t.kind, t.text)).collect()
+    }
+
+    #[test]
+    fn orders_rows_reads_order_by_outside_parentheses() {
+        assert!(orders_rows("select a from t order  by a"));
+        assert!(orders_rows("SELECT a FROM t ORDER\n/* c */ BY 1"));
+        assert!(orders_rows("select a from (select a from t) order by a"));
+        assert!(!orders_rows("select a from t"));
+        // A subquery's or a window's ORDER BY does not order the answer.
+        assert!(!orders_rows("select a from (select a from t order by a)"));
+        assert!(!orders_rows("select sum(a) over (order by b) from t"));
+        // Not words: a comment, a string, a quoted name.
+        assert!(!orders_rows("select a from t -- order by a"));
+        assert!(!orders_rows("select 'order by' from t"));
+        assert!(!orders_rows("select \"order\" by from t"));
+        assert!(!orders_rows("select a from t /* order by a */"));
     }
 
     #[test]

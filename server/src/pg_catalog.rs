@@ -64,8 +64,24 @@ pub(crate) fn answer(
     Some(r)
 }
 
+/// The statement with each run of whitespace and comments outside its
+/// strings and quoted names as one space (none at either end), as SQLite's
+/// tokenizer reads them: a string's own spaces are kept.
 fn collapse(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    let mut out = String::with_capacity(s.len());
+    let mut gap = false;
+    for t in pleroma::tokenize::tokens(s) {
+        if t.is_blank() {
+            gap = true;
+            continue;
+        }
+        if gap && !out.is_empty() {
+            out.push(' ');
+        }
+        gap = false;
+        out.push_str(t.text);
+    }
+    out
 }
 
 struct Relation {
@@ -98,12 +114,12 @@ fn relations(db: &rusqlite::Connection) -> Result<Vec<Relation>, ErrorInfo> {
 
 /// `psql`'s name pattern, which it sends as `~ '^(name)$'`: `.*` for `*`,
 /// `.` for `?`, a backslash before other special characters.
+/// The string literal right after `marker` in `l`, its value as SQLite
+/// reads it (a doubled quote as one).
 fn pattern_after(l: &str, marker: &str) -> Option<String> {
     let i = l.find(marker)? + marker.len();
-    let rest = &l[i..];
-    let rest = rest.strip_prefix('\'')?;
-    let end = rest.find('\'')?;
-    Some(rest[..end].to_owned())
+    let t = pleroma::tokenize::tokens(&l[i..]).next()?;
+    (t.kind == pleroma::tokenize::Kind::String).then(|| t.value().into_owned())
 }
 
 fn matches(pattern: &str, name: &str) -> bool {
@@ -303,5 +319,30 @@ mod tests {
         assert!(matches("^(inv.*)$", "invoices"));
         assert!(!matches("^(inv)$", "invoices"));
         assert!(matches("^(a\\_b)$", "a_b"));
+    }
+
+    #[test]
+    fn collapse_and_pattern_read_the_tokens() {
+        let l = collapse(
+            "select  c.oid\n  from t -- note\nwhere c.relname operator(pg_catalog.~) '^(a  b)$'",
+        );
+        assert_eq!(
+            l,
+            "select c.oid from t where c.relname operator(pg_catalog.~) '^(a  b)$'"
+        );
+        let m = "c.relname operator(pg_catalog.~) ";
+        // A string's own spaces and a doubled quote are the name's (the old
+        // scanner collapsed the spaces and stopped at the first quote).
+        assert_eq!(pattern_after(&l, m).as_deref(), Some("^(a  b)$"));
+        assert_eq!(
+            pattern_after("x ~ '^(it''s)$'", "~ ").as_deref(),
+            Some("^(it's)$")
+        );
+        assert_eq!(
+            pattern_after("where c.oid = '16385'", "c.oid = ").as_deref(),
+            Some("16385")
+        );
+        assert_eq!(pattern_after("x ~ 'open", "~ "), None);
+        assert_eq!(pattern_after("x ~ y", "~ "), None);
     }
 }

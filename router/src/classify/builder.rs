@@ -295,16 +295,7 @@ impl Builder {
             [FunctionArg::Unnamed(FunctionArgExpr::Expr(x))] => Some(x),
             _ => return Err(format!("{name}() with other than one argument")),
         };
-        let known = [
-            "count",
-            "sum",
-            "total",
-            "avg",
-            "min",
-            "max",
-            "pleromasumexact",
-        ];
-        if !known.contains(&name.as_str()) {
+        if !super::AGGREGATES.contains(&name.as_str()) {
             return Err(format!("function {name}() is not served"));
         }
         let col = match arg {

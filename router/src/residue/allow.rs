@@ -71,15 +71,7 @@ pub(super) const FUNCTIONS: &[&str] = &[
 ];
 
 /// Aggregates the cells merge.
-pub(super) const AGGREGATES: &[&str] = &[
-    "count",
-    "sum",
-    "total",
-    "avg",
-    "min",
-    "max",
-    "pleromasumexact",
-];
+pub(super) const AGGREGATES: &[&str] = crate::classify::AGGREGATES;
 
 /// Aggregates the cells do not merge (their value depends on the rows or
 /// their order, not on mergeable partials).
