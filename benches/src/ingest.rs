@@ -232,12 +232,7 @@ const MEASURES: [&str; 6] = [
 pub fn run(rows: u64, opts: &Options) -> Result<Outcome> {
     let mut report = Report::new("ingest", rows, opts);
     let base = base(rows, opts.seed)?;
-    let arms: Vec<Arm> = opts
-        .arms
-        .iter()
-        .copied()
-        .filter(|a| *a != Arm::Duckdb)
-        .collect();
+    let arms = opts.sqlite_arms();
     let mut runs = Vec::new();
     for &arm in &arms {
         let r = run_arm(arm, &base, rows, opts.seed, &mut report)?;

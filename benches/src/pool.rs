@@ -190,12 +190,7 @@ const MEASURES: [&str; 5] = [
 
 pub fn run(rows: u64, opts: &Options) -> Result<Outcome> {
     let mut report = Report::new("pool", rows, opts);
-    let arms: Vec<Arm> = opts
-        .arms
-        .iter()
-        .copied()
-        .filter(|a| *a != Arm::Duckdb)
-        .collect();
+    let arms = opts.sqlite_arms();
     let mut runs = Vec::new();
     for &arm in &arms {
         let r = run_arm(arm, rows, opts.seed, &mut report)?;

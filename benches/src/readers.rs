@@ -443,12 +443,7 @@ fn ingest(arm: Arm, data: &Arc<Data>, readers: usize) -> Result<(f64, Vec<Reader
 pub fn run(rows: u64, opts: &Options) -> Result<Outcome> {
     let mut report = Report::new("readers", rows, opts);
     let data = Arc::new(Data::new(rows, opts.seed));
-    let arms: Vec<Arm> = opts
-        .arms
-        .iter()
-        .copied()
-        .filter(|a| *a != Arm::Duckdb)
-        .collect();
+    let arms = opts.sqlite_arms();
     for &arm in &arms {
         let (alone_ms, _) = ingest(arm, &data, 0)?;
         let (with_ms, logs) = ingest(arm, &data, READERS)?;

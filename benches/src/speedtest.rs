@@ -200,12 +200,7 @@ fn suite(arm: Arm, rows: u64, seed: u64, pass: usize) -> Result<(Vec<Times>, Vec
 
 pub fn run(rows: u64, opts: &Options) -> Result<Outcome> {
     let mut report = Report::new("speedtest", rows, opts);
-    let arms: Vec<Arm> = opts
-        .arms
-        .iter()
-        .copied()
-        .filter(|a| *a != Arm::Duckdb)
-        .collect();
+    let arms = opts.sqlite_arms();
     let mut all: Vec<(Arm, Vec<Times>, Vec<Times>)> = Vec::new();
     let mut answers: Vec<Vec<Answer>> = Vec::new();
     // Pass 1 of every arm, then pass 2: drift on a shared disk hits all arms.

@@ -89,6 +89,16 @@ impl Options {
     pub fn has(&self, arm: Arm) -> bool {
         self.arms.contains(&arm)
     }
+
+    /// The arms asked for that are SQLite files (all but DuckDB): the
+    /// workloads that write or open SQLite connections run these.
+    pub fn sqlite_arms(&self) -> Vec<Arm> {
+        self.arms
+            .iter()
+            .copied()
+            .filter(|a| *a != Arm::Duckdb)
+            .collect()
+    }
 }
 
 /// The answers one arm gave, for the check.

@@ -264,12 +264,7 @@ pub fn run(rows: u64, seconds: f64, opts: &Options) -> Result<Outcome> {
     }
     let mut report = Report::new("writers", rows, opts);
     let base = writes::base(rows, opts.seed)?;
-    let arms: Vec<Arm> = opts
-        .arms
-        .iter()
-        .copied()
-        .filter(|a| *a != Arm::Duckdb)
-        .collect();
+    let arms = opts.sqlite_arms();
     report.figures.insert("seconds".into(), seconds);
     for &arm in &arms {
         let a = arm.name();

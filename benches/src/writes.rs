@@ -426,12 +426,7 @@ pub fn run(rows: u64, opts: &Options) -> Result<Outcome> {
 }
 
 fn table(report: &Report, opts: &Options) -> String {
-    let arms: Vec<Arm> = opts
-        .arms
-        .iter()
-        .copied()
-        .filter(|a| *a != Arm::Duckdb)
-        .collect();
+    let arms = opts.sqlite_arms();
     let mut head = vec!["measure".to_owned()];
     head.extend(arms.iter().map(|a| format!("{} ms", a.name())));
     if arms.contains(&Arm::Sqlite) {

@@ -37,6 +37,15 @@ impl Connection {
             .is_ok_and(|stmt| !stmt.readonly())
     }
 
+    /// The tables of main that have a plane (and a guard).
+    fn planed_tables(&self) -> Vec<String> {
+        self.lock()
+            .entries
+            .iter()
+            .map(|e| e.def.table.clone())
+            .collect()
+    }
+
     /// Whether an autocommit write that [`Connection::wraps`] would wrap
     /// provably changes no planed table, so that it needs no state row and
     /// no transaction of Pleroma's: a DML statement (not a transfer, whose
@@ -60,12 +69,7 @@ impl Connection {
         if let Some(reaches) = self.reach.get(sql) {
             return Ok(!*reaches);
         }
-        let planed: Vec<String> = self
-            .lock()
-            .entries
-            .iter()
-            .map(|e| e.def.table.clone())
-            .collect();
+        let planed = self.planed_tables();
         let reaches = match self.write_set(sql)? {
             None => true,
             Some(writes) => writes.iter().any(|w| w.of_main() && w.reaches(&planed)),
@@ -368,12 +372,7 @@ impl Connection {
         if let Some(m) = self.txn.guards_matter.get(sql) {
             return Ok(*m);
         }
-        let guarded: Vec<String> = self
-            .lock()
-            .entries
-            .iter()
-            .map(|e| e.def.table.clone())
-            .collect();
+        let guarded = self.planed_tables();
         let m = match self.write_set(sql)? {
             Some(writes) => {
                 crate::txn_guards::guards_matter(&self.db, &writes, &guarded, unhalted)?
