@@ -208,6 +208,25 @@ pub fn base(rows: u64, seed: u64) -> Result<PathBuf> {
     })
 }
 
+/// 205 autocommit runs of `sql`, the k-th with `params(k)`, each timed: the
+/// cell of the first, and of runs 6-105 and 106-205 as its two loops.
+fn statements(
+    c: &mut ArmConn,
+    arm: Arm,
+    query: &str,
+    sql: &str,
+    mut params: impl FnMut(i64) -> Vec<Value>,
+) -> Result<Cell> {
+    let mut ms = Vec::with_capacity(205);
+    for k in 0..205 {
+        let p = params(k);
+        let t = Instant::now();
+        c.exec(sql, &p)?;
+        ms.push(millis(t));
+    }
+    Ok(cell(query, arm, ms[0], &ms[5..105], &ms[105..], c.route()))
+}
+
 fn cell(query: &str, arm: Arm, first: f64, l1: &[f64], l2: &[f64], route: String) -> Cell {
     let all: Vec<f64> = l1.iter().chain(l2).copied().collect();
     let (m1, m2) = (median(l1), median(l2));
@@ -264,72 +283,35 @@ fn single_rows(
             .insert("plane_bytes".into(), c.plane_bytes()? as f64);
     }
     let mut rng = Rng::new(seed ^ 0xabcdef);
-    let mut ins = Vec::new();
-    for k in 0..205 {
-        let r = row(&mut rng, rows as i64 + 1 + k);
-        let t = Instant::now();
-        c.exec(INSERT, &r)?;
-        ins.push(millis(t));
-    }
-    report.cells.push(cell(
-        "insert_single",
-        arm,
-        ins[0],
-        &ins[5..105],
-        &ins[105..],
-        c.route(),
-    ));
-    let mut upd = Vec::new();
-    for _ in 0..205 {
-        let p = [
-            Value::Integer(rng.below(100) as i64),
-            Value::Integer(rng.below(12) as i64),
-            Value::Integer(rng.below(rows.max(1)) as i64 + 1),
-        ];
-        let t = Instant::now();
-        c.exec(UPDATE, &p)?;
-        upd.push(millis(t));
-    }
-    report.cells.push(cell(
-        "update_single",
-        arm,
-        upd[0],
-        &upd[5..105],
-        &upd[105..],
-        c.route(),
-    ));
+    let first_new = rows as i64 + 1;
+    report
+        .cells
+        .push(statements(&mut c, arm, "insert_single", INSERT, |k| {
+            row(&mut rng, first_new + k)
+        })?);
+    report
+        .cells
+        .push(statements(&mut c, arm, "update_single", UPDATE, |_| {
+            vec![
+                Value::Integer(rng.below(100) as i64),
+                Value::Integer(rng.below(12) as i64),
+                Value::Integer(rng.below(rows.max(1)) as i64 + 1),
+            ]
+        })?);
     // Deletes of rows that exist, each once (ids spread over the table).
-    let mut del = Vec::new();
     let n = rows.max(1) as i64;
-    for k in 0..205_i64 {
-        let id = (k * 7919) % n + 1;
-        let t = Instant::now();
-        c.exec(DELETE, &[Value::Integer(id)])?;
-        del.push(millis(t));
-    }
-    report.cells.push(cell(
-        "delete_single",
+    report
+        .cells
+        .push(statements(&mut c, arm, "delete_single", DELETE, |k| {
+            vec![Value::Integer((k * 7919) % n + 1)]
+        })?);
+    report.cells.push(statements(
+        &mut c,
         arm,
-        del[0],
-        &del[5..105],
-        &del[105..],
-        c.route(),
-    ));
-    let mut other = Vec::new();
-    for k in 0..205_i64 {
-        let p = [Value::Integer(k), Value::Text("x".into())];
-        let t = Instant::now();
-        c.exec(INSERT_OTHER, &p)?;
-        other.push(millis(t));
-    }
-    report.cells.push(cell(
         "insert_other_table",
-        arm,
-        other[0],
-        &other[5..105],
-        &other[105..],
-        c.route(),
-    ));
+        INSERT_OTHER,
+        |k| vec![Value::Integer(k), Value::Text("x".into())],
+    )?);
     let answer = c.query(CHECK)?;
     report
         .notes
@@ -440,7 +422,13 @@ fn table(report: &Report, opts: &Options) -> String {
     out.push_str(&table_row(
         &head.iter().map(|_| "---".to_owned()).collect::<Vec<_>>(),
     ));
-    for q in ["insert_single", "update_single", "delete_single", "insert_other_table", "batch_load"] {
+    for q in [
+        "insert_single",
+        "update_single",
+        "delete_single",
+        "insert_other_table",
+        "batch_load",
+    ] {
         let mut row = vec![q.to_owned()];
         for a in &arms {
             row.push(
