@@ -92,7 +92,14 @@ fn measured(c: &mut Conn, op: &str, n: i64, next: i64, rows: i64) -> i64 {
         "update" => {
             for k in 0..n {
                 let id = (next + k) * 7919 % rows + 1;
-                c.exec(UPDATE, &[Value::Integer(k % 100), Value::Integer(k % 12), Value::Integer(id)]);
+                c.exec(
+                    UPDATE,
+                    &[
+                        Value::Integer(k % 100),
+                        Value::Integer(k % 12),
+                        Value::Integer(id),
+                    ],
+                );
             }
         }
         "delete" => {
@@ -161,7 +168,8 @@ fn main() {
         _ => {
             let mut p = Connection::open(&path).expect("open");
             if arm == Arm::Plane {
-                p.execute_batch("PRAGMA pleroma_persist = off").expect("persist off");
+                p.execute_batch("PRAGMA pleroma_persist = off")
+                    .expect("persist off");
             }
             if arm != Arm::Engine {
                 p.execute_batch(PLANE).expect("attach");
@@ -170,8 +178,12 @@ fn main() {
         }
     };
     match &mut c {
-        Conn::Sqlite(s) => s.execute_batch("PRAGMA synchronous = NORMAL").expect("sync"),
-        Conn::Pleroma(p) => p.execute_batch("PRAGMA synchronous = NORMAL").expect("sync"),
+        Conn::Sqlite(s) => s
+            .execute_batch("PRAGMA synchronous = NORMAL")
+            .expect("sync"),
+        Conn::Pleroma(p) => p
+            .execute_batch("PRAGMA synchronous = NORMAL")
+            .expect("sync"),
     }
     // The first round warms the caches; the others are timed.
     let mut next = if op == "delete" { 1 } else { rows + 1 };
@@ -188,7 +200,8 @@ fn main() {
         Conn::Sqlite(s) => s
             .query_row("SELECT COUNT(*) FROM w", [], |r| r.get::<_, i64>(0))
             .expect("check"),
-        Conn::Pleroma(p) => match p.query("SELECT COUNT(*) FROM w", &[]).expect("check").rows[0][0] {
+        Conn::Pleroma(p) => match p.query("SELECT COUNT(*) FROM w", &[]).expect("check").rows[0][0]
+        {
             Value::Integer(k) => k,
             ref v => panic!("COUNT(*) gave {v:?}"),
         },

@@ -4,6 +4,7 @@
 //! then declined and SQLite answers it.
 
 use crate::mutation::Mutation;
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use pleroma_plane::DimValue;
@@ -86,6 +87,41 @@ pub(crate) fn convert_operand(aff: Affinity, v: &Value) -> Option<Value> {
             } else if !t.bytes().any(|b| b.is_ascii_digit()) {
                 // No digit: SQLite cannot read it as a number; it stays text.
                 Some(Value::Text(t.clone()))
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// What SQLite stores for `v` bound to a column of affinity `aff` (the
+/// appender's values, fed to a plane without reading the row back), when
+/// that is certain; `None` when only SQLite's own conversion can say (text
+/// that may read as a number, a REAL into a numeric or TEXT column, any
+/// value into a REAL column): the appender then reads the stored row.
+/// A STRICT table follows the same rules where it accepts the value, and
+/// fails the INSERT where it does not.
+pub(crate) fn stored(aff: Affinity, v: &Value) -> Option<Cow<'_, Value>> {
+    if crate::mutation::active(Mutation::AppenderSkipsAffinity) {
+        return Some(Cow::Borrowed(v));
+    }
+    match (v, aff) {
+        (Value::Null | Value::Blob(_), _) => Some(Cow::Borrowed(v)),
+        // A REAL column reads back every number as REAL, however stored.
+        (_, Affinity::Real) => None,
+        (Value::Integer(i), Affinity::Text) => Some(Cow::Owned(Value::Text(i.to_string()))),
+        (Value::Integer(_), _) => Some(Cow::Borrowed(v)),
+        (Value::Real(_), Affinity::Blob) => Some(Cow::Borrowed(v)),
+        // Numeric affinity turns a REAL that is an exact integer into one,
+        // and TEXT affinity renders it: SQLite's business.
+        (Value::Real(_), _) => None,
+        (Value::Text(_), Affinity::Text | Affinity::Blob) => Some(Cow::Borrowed(v)),
+        (Value::Text(t), _) => {
+            if let Some(i) = plain_integer(t) {
+                Some(Cow::Owned(Value::Integer(i)))
+            } else if !t.bytes().any(|b| b.is_ascii_digit()) {
+                // No digit: SQLite cannot read it as a number.
+                Some(Cow::Borrowed(v))
             } else {
                 None
             }

@@ -19,6 +19,10 @@ pub enum Error {
     /// pre-update hook); the message says what to set.
     #[error("pleroma: {0}")]
     Setup(String),
+    /// An appender given what it cannot append (no such table or column,
+    /// a row of the wrong length); SQLite's own errors stay `Sqlite`.
+    #[error("pleroma appender: {0}")]
+    Appender(String),
     #[error("plane: {0}")]
     Plane(#[from] pleroma_plane::PlaneError),
 }

@@ -59,7 +59,9 @@ impl Facts {
             sets_changes: ["INSERT", "REPLACE", "UPDATE", "DELETE", "WITH"]
                 .iter()
                 .any(|w| is(w)),
-            not_wrapped: ["VACUUM", "ATTACH", "DETACH", "PRAGMA"].iter().any(|w| is(w)),
+            not_wrapped: ["VACUUM", "ATTACH", "DETACH", "PRAGMA"]
+                .iter()
+                .any(|w| is(w)),
         }
     }
 }
@@ -123,7 +125,10 @@ mod tests {
         // A keyword inside a string or a comment is no keyword.
         let f = Facts::of("SELECT 'PRAGMA' /* INSERT */");
         assert!(!f.pragma && !f.sets_changes && !f.may_set_flags);
-        assert_eq!(Facts::of("release \"s 1\"").kind, StmtKind::Release("s 1".into()));
+        assert_eq!(
+            Facts::of("release \"s 1\"").kind,
+            StmtKind::Release("s 1".into())
+        );
     }
 
     #[test]

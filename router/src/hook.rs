@@ -22,33 +22,16 @@ fn on_change(p: &mut Planes, ev: &Event<'_>) {
     {
         return;
     }
-    let (mut hit, mut dim_side) = (false, false);
-    let mut log = p.undo.recording.then_some(&mut p.undo);
-    for (i, entry) in p.entries.iter_mut().enumerate() {
-        if entry.def.table.as_bytes().eq_ignore_ascii_case(ev.table) {
-            hit = true;
-            dim_side |= matches!(entry.def.role, Role::LimbDim(_));
-            if crate::mutation::active(Mutation::StaleLimb)
-                && matches!(entry.def.role, Role::LimbDim(_))
-            {
-                continue;
-            }
-            feed(entry, i, ev, log.as_deref_mut());
-        }
+    // The appender's own rows: it feeds them from its values.
+    if matches!(ev.op, Op::Insert)
+        && p.appending
+            .as_deref()
+            .is_some_and(|t| t.as_bytes().eq_ignore_ascii_case(ev.table))
+        && ev.schema == b"main"
+        && ev.depth() == 0
+    {
+        return;
     }
-    if hit {
-        p.flags.events += 1;
-        if matches!(ev.op, Op::Insert | Op::Update) && ev.depth() == 0 {
-            p.flags.counted_row = true;
-        }
-        if !(dim_side && crate::mutation::active(Mutation::MemoNotInvalidated)) {
-            p.writes += 1;
-        }
-    }
-}
-
-/// Apply one row event to one plane.
-fn feed(entry: &mut PlaneEntry, idx: usize, ev: &Event<'_>, mut log: Option<&mut UndoLog>) {
     let old = |c: i32| {
         ev.old_value(c)
             .ok_or_else(|| rusqlite::Error::InvalidColumnIndex(c as usize))
@@ -57,7 +40,66 @@ fn feed(entry: &mut PlaneEntry, idx: usize, ev: &Event<'_>, mut log: Option<&mut
         ev.new_value(c)
             .ok_or_else(|| rusqlite::Error::InvalidColumnIndex(c as usize))
     };
-    let r = catch_unwind(AssertUnwindSafe(|| match ev.op {
+    let counted = matches!(ev.op, Op::Insert | Op::Update) && ev.depth() == 0;
+    feed_table(p, ev.table, ev.op, counted, old, new);
+}
+
+/// An inserted row of `table` (main) that SQLite stored as `new` gives
+/// for each column: fed as the hook would have (the appender's rows).
+pub(crate) fn feed_insert<'a>(
+    p: &mut Planes,
+    table: &str,
+    new: impl Fn(i32) -> rusqlite::Result<ValueRef<'a>> + Copy,
+) {
+    let none = |c: i32| Err(rusqlite::Error::InvalidColumnIndex(c as usize));
+    feed_table(p, table.as_bytes(), Op::Insert, true, none, new);
+}
+
+/// Feed one row change of `table` to every plane of it; `counted`: a row
+/// SQLite counts in `changes()`.
+fn feed_table<'a, 'b>(
+    p: &mut Planes,
+    table: &[u8],
+    op: Op,
+    counted: bool,
+    old: impl Fn(i32) -> rusqlite::Result<ValueRef<'a>> + Copy,
+    new: impl Fn(i32) -> rusqlite::Result<ValueRef<'b>> + Copy,
+) {
+    let (mut hit, mut dim_side) = (false, false);
+    let mut log = p.undo.recording.then_some(&mut p.undo);
+    for (i, entry) in p.entries.iter_mut().enumerate() {
+        if entry.def.table.as_bytes().eq_ignore_ascii_case(table) {
+            hit = true;
+            dim_side |= matches!(entry.def.role, Role::LimbDim(_));
+            if crate::mutation::active(Mutation::StaleLimb)
+                && matches!(entry.def.role, Role::LimbDim(_))
+            {
+                continue;
+            }
+            feed(entry, i, op, old, new, log.as_deref_mut());
+        }
+    }
+    if hit {
+        p.flags.events += 1;
+        if counted {
+            p.flags.counted_row = true;
+        }
+        if !(dim_side && crate::mutation::active(Mutation::MemoNotInvalidated)) {
+            p.writes += 1;
+        }
+    }
+}
+
+/// Apply one row change to one plane.
+fn feed<'a, 'b>(
+    entry: &mut PlaneEntry,
+    idx: usize,
+    op: Op,
+    old: impl Fn(i32) -> rusqlite::Result<ValueRef<'a>> + Copy,
+    new: impl Fn(i32) -> rusqlite::Result<ValueRef<'b>> + Copy,
+    mut log: Option<&mut UndoLog>,
+) {
+    let r = catch_unwind(AssertUnwindSafe(|| match op {
         Op::Insert => apply(entry, idx, 1, new, log.as_deref_mut()),
         Op::Delete => {
             if !crate::mutation::active(Mutation::MissedDelete) {

@@ -45,7 +45,7 @@ mod txn_guards;
 mod user_counters;
 mod vacuum;
 
-pub use connection::Connection;
+pub use connection::{Appender, Connection};
 pub use decline::Decline;
 pub use error::Error;
 pub use pleroma_plane::PlaneError;

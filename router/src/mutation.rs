@@ -90,6 +90,7 @@ mutations! {
     BusyHandlerSkipped = "busy_handler_skipped",
     UnguardedWritePasses = "unguarded_write_passes",
     CatchUpSkipsLog = "catch_up_skips_log",
+    AppenderSkipsAffinity = "appender_skips_affinity",
 }
 
 #[cfg(feature = "mutations")]
@@ -206,6 +207,10 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     // thought to change none: planed writes commit without a state row
     // (caught by reopening, which trusts the older state).
     "unguarded_write_passes",
+    // The appender feeds a plane the values it was given, not what SQLite
+    // stored for them ('7' into an INTEGER column is 7) (caught by the
+    // suite's `@append` step).
+    "appender_skips_affinity",
 ];
 
 /// Mutations of persisted planes that need a plain SQLite writer on a table

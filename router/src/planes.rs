@@ -5,9 +5,9 @@
 //! `database.rs`.
 
 use pleroma_plane::{JointKey, MeasureValue};
-use std::sync::Arc;
 use rusqlite::types::Value;
 use smallvec::SmallVec;
+use std::sync::Arc;
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -66,6 +66,10 @@ pub(crate) struct Planes {
     /// a memo is valid while it has not moved.
     pub(crate) writes: u64,
     pub(crate) undo: UndoLog,
+    /// An appender's table of main (lower case), while it feeds the planes
+    /// from its own values: the hook leaves that table's depth-0 INSERT
+    /// events to it (`connection/append.rs`).
+    pub(crate) appending: Option<String>,
 }
 
 /// One snapshot per plane, in `entries` order.

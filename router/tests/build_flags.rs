@@ -18,12 +18,22 @@ fn a_connection_starts_as_sqlite3_does() {
     .unwrap();
     db.execute_batch("PRAGMA foreign_keys = ON").unwrap();
     let err = db.execute_batch("INSERT INTO c VALUES (8)").unwrap_err();
-    assert!(err.to_string().contains("FOREIGN KEY constraint failed"), "{err}");
+    assert!(
+        err.to_string().contains("FOREIGN KEY constraint failed"),
+        "{err}"
+    );
     let math = db
-        .query("SELECT pow(2, 10), round(sin(pi() / 2), 6), log10(1000)", &[])
+        .query(
+            "SELECT pow(2, 10), round(sin(pi() / 2), 6), log10(1000)",
+            &[],
+        )
         .unwrap();
     assert_eq!(
         math.rows,
-        vec![vec![Value::Real(1024.0), Value::Real(1.0), Value::Real(3.0)]]
+        vec![vec![
+            Value::Real(1024.0),
+            Value::Real(1.0),
+            Value::Real(3.0)
+        ]]
     );
 }

@@ -37,7 +37,10 @@ fn reopened(path: &std::path::Path, what: &str) {
 }
 
 fn state_rows(c: &mut Connection) -> i64 {
-    match c.sqlite().query_row("SELECT max(seq) FROM pleroma_state", [], |r| r.get(0)) {
+    match c
+        .sqlite()
+        .query_row("SELECT max(seq) FROM pleroma_state", [], |r| r.get(0))
+    {
         Ok(Some(n)) => n,
         _ => 0,
     }
@@ -72,14 +75,20 @@ fn a_write_of_another_table_writes_no_state_row() {
     let seq = state_rows(&mut c);
     for k in 0..5 {
         assert_eq!(
-            c.execute("INSERT INTO u(x) VALUES (?1)", &[Value::Integer(k)]).unwrap(),
+            c.execute("INSERT INTO u(x) VALUES (?1)", &[Value::Integer(k)])
+                .unwrap(),
             1
         );
         assert_eq!(c.sqlite().last_insert_rowid(), k + 1);
     }
-    c.execute("UPDATE p SET name = 'c' WHERE id = 1", &[]).unwrap();
+    c.execute("UPDATE p SET name = 'c' WHERE id = 1", &[])
+        .unwrap();
     c.execute("INSERT INTO v(x) VALUES (4)", &[]).unwrap();
-    assert_eq!(state_rows(&mut c), seq, "a write of u, p's name or v's low x wrote a state row");
+    assert_eq!(
+        state_rows(&mut c),
+        seq,
+        "a write of u, p's name or v's low x wrote a state row"
+    );
     let counted = c
         .query("SELECT changes(), total_changes()", &[])
         .unwrap()
@@ -138,12 +147,20 @@ fn a_trigger_made_by_another_connection_is_caught_by_the_guard() {
     }
     let before = c.query("SELECT total_changes()", &[]).unwrap().rows;
     assert_eq!(c.execute(insert, &[Value::Integer(7)]).unwrap(), 1);
-    let after = c.query("SELECT total_changes(), changes()", &[]).unwrap().rows;
-    let Value::Integer(b) = before[0][0] else { panic!("{before:?}") };
+    let after = c
+        .query("SELECT total_changes(), changes()", &[])
+        .unwrap()
+        .rows;
+    let Value::Integer(b) = before[0][0] else {
+        panic!("{before:?}")
+    };
     // The row of u and the trigger's two, once.
     assert_eq!(after, vec![vec![Value::Integer(b + 3), Value::Integer(1)]]);
     assert_eq!(c.sqlite().last_insert_rowid(), 2);
-    assert!(state_rows(&mut c) > seq, "the trigger's write persisted no state row");
+    assert!(
+        state_rows(&mut c) > seq,
+        "the trigger's write persisted no state row"
+    );
     let logged: i64 = c
         .sqlite()
         .query_row("SELECT COUNT(*) FROM log", [], |r| r.get(0))
@@ -172,7 +189,11 @@ fn a_failed_write_of_another_table_keeps_what_sqlite_keeps() {
     ] {
         let ours = c.execute(sql, &[]).map_err(|e| e.to_string());
         let theirs = plain.execute(sql, []).map_err(|e| e.to_string());
-        assert_eq!(ours.is_ok(), theirs.is_ok(), "{sql}: {ours:?} vs {theirs:?}");
+        assert_eq!(
+            ours.is_ok(),
+            theirs.is_ok(),
+            "{sql}: {ours:?} vs {theirs:?}"
+        );
         let rows = |db: &rusqlite::Connection| -> Vec<(i64, i64)> {
             db.prepare("SELECT id, x FROM w ORDER BY id")
                 .unwrap()
@@ -183,13 +204,22 @@ fn a_failed_write_of_another_table_keeps_what_sqlite_keeps() {
         };
         assert_eq!(rows(c.sqlite()), rows(&plain), "{sql}");
         let counts = |db: &rusqlite::Connection| -> (i64, i64) {
-            db.query_row("SELECT changes(), total_changes()", [], |r| Ok((r.get(0)?, r.get(1)?)))
-                .unwrap()
+            db.query_row("SELECT changes(), total_changes()", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap()
         };
-        let ours = c.query("SELECT changes(), total_changes()", &[]).unwrap().rows;
+        let ours = c
+            .query("SELECT changes(), total_changes()", &[])
+            .unwrap()
+            .rows;
         let (ch, total) = counts(&plain);
         // The plain file's setup counted 2 rows; Pleroma's 2 + 3 more.
-        assert_eq!(ours, vec![vec![Value::Integer(ch), Value::Integer(total + 5)]], "{sql}");
+        assert_eq!(
+            ours,
+            vec![vec![Value::Integer(ch), Value::Integer(total + 5)]],
+            "{sql}"
+        );
     }
     same(&mut c, "after failed writes of another table");
     reopened(&path, "after failed writes of another table");

@@ -11,8 +11,8 @@ use rusqlite::types::Value;
 use crate::catalog::{self, Rebuild};
 use crate::classify::{self, Classified};
 use crate::database::{self, Database, Found, Member, Published};
-use crate::facts::{Facts, FactsCache};
 use crate::decline::Decline;
+use crate::facts::{Facts, FactsCache};
 use crate::ffi::WalSnapshot;
 use crate::hook;
 use crate::persist::{self, Followed, Persisted, Untrusted};
@@ -29,6 +29,8 @@ use crate::txn::{StmtKind, TxnState};
 use crate::user_counters::UserCounters;
 use crate::{Error, Result};
 
+mod append;
+pub use append::Appender;
 mod pragmas;
 mod read;
 mod sync;

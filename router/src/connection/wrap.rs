@@ -168,8 +168,7 @@ impl Connection {
         // uses. A transfer: the guards would turn SQLite's optimization off
         // (`txn_guards::may_transfer`). The state row puts them back.
         if facts.alter
-            || (facts.may_transfer
-                && !crate::mutation::active(Mutation::TransferWithGuards))
+            || (facts.may_transfer && !crate::mutation::active(Mutation::TransferWithGuards))
         {
             let dropped = self
                 .user_counters
@@ -430,7 +429,7 @@ impl Connection {
     /// them; its own writes then apply on top, and its COMMIT writes the
     /// next state row without a rebuild. Anything the log cannot prove
     /// leaves the planes as they were: the COMMIT rebuilds them then.
-    fn catch_up_under_lock(&mut self) -> Result<()> {
+    pub(super) fn catch_up_under_lock(&mut self) -> Result<()> {
         let v = self.read_data_version()?;
         if v == self.data_version {
             return Ok(());

@@ -1,0 +1,468 @@
+//! The appender: rows into one table of main, committed at `flush` (or
+//! drop) in one transaction, with the table's planes fed from the values
+//! themselves instead of the pre-update hook reading every row back.
+//!
+//! Why it is exact (`docs/design.md`, "The appender"):
+//! - it takes the write lock first (`BEGIN IMMEDIATE`) and then follows any
+//!   commit made before it (`catch_up_under_lock`); if the planes are still
+//!   not current, every row goes through the router instead;
+//! - a row is fed only after SQLite stored it, with the value SQLite stores
+//!   for it (`affinity::stored`); where that is not certain, the row is read
+//!   back by rowid; a table with triggers, without rowid or not an ordinary
+//!   table goes through the router;
+//! - only the table's own depth-0 INSERT events are left to the appender
+//!   (`Planes::appending`): a REPLACE's deletes and a cascade's rows still
+//!   come through the hook;
+//! - any error rolls the whole batch back through the router, which puts
+//!   the planes back to the snapshot of its `BEGIN`.
+
+use std::borrow::Cow;
+
+use rusqlite::types::ValueRef;
+use rusqlite::OptionalExtension;
+
+use super::*;
+use crate::affinity::{self, Affinity};
+
+/// Rows buffered before they go to SQLite (each chunk is one prepared
+/// statement run per row, inside the appender's transaction).
+const CHUNK: usize = 2048;
+
+/// Loads rows into one table faster than SQL statements through the router,
+/// like DuckDB's appender: [`Appender::append_row`] takes one value per
+/// column (in the order of [`Appender::columns`]); [`Appender::flush`]
+/// commits what was appended in one transaction (inside an open transaction
+/// of the connection: a savepoint of it). Dropping the appender flushes,
+/// but an error there is lost: call `flush` to see it.
+///
+/// Values are stored exactly as an `INSERT` with the same parameters would
+/// store them (column affinity, STRICT checks, constraints, conflict
+/// clauses); an error is SQLite's own, and nothing of the batch it ends
+/// stays.
+pub struct Appender<'c> {
+    conn: &'c mut Connection,
+    table: String,
+    columns: Vec<String>,
+    insert: String,
+    buf: Vec<Value>,
+    batch: Batch,
+    /// How the fast path writes, while `batch` is `Fast`.
+    plan: Option<Plan>,
+    /// Rows written in the open batch.
+    pending: u64,
+}
+
+/// The open batch's transaction.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Batch {
+    Idle,
+    /// `BEGIN IMMEDIATE` by the appender; rows fed from their values.
+    Fast,
+    /// Every row through the router: in a transaction of the appender's
+    /// own (`BEGIN`), or a savepoint of the user's.
+    Routed {
+        savepoint: bool,
+    },
+}
+
+const SAVEPOINT: &str = "pleroma_appender";
+
+/// How the fast path writes and feeds one table, read under the write lock.
+struct Plan {
+    /// The plane columns of the table (table column index), and for each
+    /// the appended position and affinity; `None`: not appended (its default
+    /// is SQLite's business), read back.
+    plane_cols: Vec<i32>,
+    given: Vec<Option<(usize, Affinity, bool)>>,
+    /// `SELECT <plane columns> FROM main.t WHERE rowid = ?`.
+    read_back: String,
+}
+
+impl Connection {
+    /// An appender for every column of `table` (in main) that an INSERT can
+    /// set, in table order (generated columns left out).
+    pub fn appender(&mut self, table: &str) -> Result<Appender<'_>> {
+        let columns: Vec<String> = table_columns(&self.db, table)?
+            .into_iter()
+            .filter(|c| c.hidden == 0)
+            .map(|c| c.name)
+            .collect();
+        self.appender_for(table, &columns)
+    }
+
+    /// An appender for these columns of `table` (in main); the others take
+    /// their defaults.
+    pub fn appender_for<S: AsRef<str>>(
+        &mut self,
+        table: &str,
+        columns: &[S],
+    ) -> Result<Appender<'_>> {
+        let known = table_columns(&self.db, table)?;
+        let mut names = Vec::with_capacity(columns.len());
+        for c in columns {
+            let c = c.as_ref();
+            match known.iter().find(|k| k.name.eq_ignore_ascii_case(c)) {
+                Some(k) if k.hidden == 0 => names.push(k.name.clone()),
+                Some(_) => {
+                    return Err(Error::Appender(format!(
+                        "cannot append to generated column {c} of {table}"
+                    )))
+                }
+                None => {
+                    return Err(Error::Appender(format!(
+                        "table {table} has no column named {c}"
+                    )))
+                }
+            }
+        }
+        if names.is_empty() {
+            return Err(Error::Appender(format!("no columns of {table} to append")));
+        }
+        let insert = format!(
+            "INSERT INTO main.{}({}) VALUES ({})",
+            tokenize::quote(table),
+            names
+                .iter()
+                .map(|n| tokenize::quote(n))
+                .collect::<Vec<_>>()
+                .join(", "),
+            (1..=names.len())
+                .map(|i| format!("?{i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        Ok(Appender {
+            conn: self,
+            table: table.to_owned(),
+            columns: names,
+            insert,
+            buf: Vec::new(),
+            batch: Batch::Idle,
+            plan: None,
+            pending: 0,
+        })
+    }
+
+    /// Under the write lock: how the fast path writes `table`, or `None`
+    /// when it must go through the router (a trigger could do anything with
+    /// the row before it is fed; without a rowid it cannot be read back).
+    fn append_plan(&self, table: &str, columns: &[String]) -> Result<Option<Plan>> {
+        let kind: Option<(String, bool, bool)> = self
+            .db
+            .prepare_cached("SELECT type, wr, strict FROM pragma_table_list WHERE schema = 'main' AND name = ?1 COLLATE NOCASE")?
+            .query_row([table], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?;
+        let Some((kind, without_rowid, strict)) = kind else {
+            return Ok(None);
+        };
+        if kind != "table" || without_rowid {
+            return Ok(None);
+        }
+        // Triggers on the table, main's or temp's.
+        let triggers: i64 = self
+            .db
+            .prepare_cached(
+                "SELECT (SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger' AND tbl_name = ?1 COLLATE NOCASE) \
+                 + (SELECT count(*) FROM temp.sqlite_schema WHERE type = 'trigger' AND tbl_name = ?1 COLLATE NOCASE)",
+            )?
+            .query_row([table], |r| r.get(0))?;
+        if triggers > 0 {
+            return Ok(None);
+        }
+        let known = table_columns(&self.db, table)?;
+        let planes = self.lock();
+        if !planes.main_aliases.is_empty() || !planes.main_copies.is_empty() {
+            return Ok(None);
+        }
+        let mut plane_cols: Vec<i32> = Vec::new();
+        for e in planes
+            .entries
+            .iter()
+            .filter(|e| e.def.table.eq_ignore_ascii_case(table))
+        {
+            for &c in e.cols.dim_cols.iter().chain(&e.cols.meas_cols) {
+                if !plane_cols.contains(&c) {
+                    plane_cols.push(c);
+                }
+            }
+        }
+        drop(planes);
+        let mut given = Vec::with_capacity(plane_cols.len());
+        let mut names = Vec::with_capacity(plane_cols.len());
+        for &c in &plane_cols {
+            let Some(k) = known.get(c as usize) else {
+                return Ok(None);
+            };
+            names.push(tokenize::quote(&k.name));
+            given.push(
+                columns
+                    .iter()
+                    .position(|n| n.eq_ignore_ascii_case(&k.name))
+                    .filter(|_| k.hidden == 0)
+                    .map(|p| (p, Affinity::of_column(&k.decl, strict), k.pk)),
+            );
+        }
+        let read_back = format!(
+            "SELECT {} FROM main.{} WHERE rowid = ?1",
+            if names.is_empty() {
+                "1".to_owned()
+            } else {
+                names.join(", ")
+            },
+            tokenize::quote(table)
+        );
+        Ok(Some(Plan {
+            plane_cols,
+            given,
+            read_back,
+        }))
+    }
+
+    /// The fast path: each row through one prepared INSERT, then fed to
+    /// the planes with what SQLite stored.
+    fn append_fast(
+        &mut self,
+        table: &str,
+        plan: &Plan,
+        sql: &str,
+        rows: &[Value],
+        n: usize,
+    ) -> Result<()> {
+        let _allow = self.allow_guard();
+        let mut stmt = self.db.prepare_cached(sql)?;
+        let mut vals: Vec<Cow<'_, Value>> = Vec::with_capacity(plan.plane_cols.len());
+        for row in rows.chunks(n) {
+            vals.clear();
+            let mut sure = true;
+            for g in &plan.given {
+                let v = match *g {
+                    // A key column that is not an integer may be the
+                    // rowid's alias, which SQLite fills in.
+                    Some((p, _, true)) if !matches!(row[p], Value::Integer(_)) => None,
+                    Some((p, aff, _)) => affinity::stored(aff, &row[p]),
+                    None => None,
+                };
+                match v {
+                    Some(v) => vals.push(v),
+                    None => {
+                        sure = false;
+                        break;
+                    }
+                }
+            }
+            stmt.execute(rusqlite::params_from_iter(row.iter()))?;
+            if plan.plane_cols.is_empty() {
+                continue;
+            }
+            if !sure {
+                let rowid = self.db.last_insert_rowid();
+                let back: Vec<Value> =
+                    self.db
+                        .prepare_cached(&plan.read_back)?
+                        .query_row([rowid], |r| {
+                            (0..plan.plane_cols.len())
+                                .map(|i| r.get::<_, Value>(i))
+                                .collect()
+                        })?;
+                vals.clear();
+                vals.extend(back.into_iter().map(Cow::Owned));
+            }
+            let get = |c: i32| {
+                plan.plane_cols
+                    .iter()
+                    .position(|&x| x == c)
+                    .map(|k| ValueRef::from(&*vals[k]))
+                    .ok_or(rusqlite::Error::InvalidColumnIndex(c as usize))
+            };
+            let mut shared = planes::lock(&self.shared);
+            hook::feed_insert(&mut shared, table, get);
+        }
+        self.last_changes = self.db.changes();
+        self.user_counters.user_set_changes();
+        Ok(())
+    }
+
+    /// SQLite ended the appender's transaction itself (a conflict clause
+    /// `ON CONFLICT ROLLBACK`, a full disk): the planes go back to the
+    /// transaction's start, as `run_plain` does for a statement.
+    fn append_rolled_back(&mut self) {
+        let mut shared = planes::lock(&self.shared);
+        shared.take_flags();
+        if self.txn.stale {
+            planes::rebuild_all(&self.db, &mut shared, Rebuild::StaleSnapshot);
+        } else if let Some(t) = self.txn.base.take() {
+            shared.restore(&t);
+        } else {
+            planes::rebuild_all(&self.db, &mut shared, Rebuild::Undo);
+        }
+        drop(shared);
+        self.txn.clear();
+        self.persisted.rolled_back();
+    }
+}
+
+impl Appender<'_> {
+    /// The columns each row gives, in order.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    /// Append one row: one value per column of [`Appender::columns`].
+    /// Rows go to SQLite in chunks; an error of a chunk (SQLite's own)
+    /// comes back here or from `flush`, and rolls the whole batch back.
+    pub fn append_row(&mut self, row: &[Value]) -> Result<()> {
+        if row.len() != self.columns.len() {
+            return Err(Error::Appender(format!(
+                "{} values for {} columns of {}",
+                row.len(),
+                self.columns.len(),
+                self.table
+            )));
+        }
+        self.buf.extend_from_slice(row);
+        if self.buf.len() >= CHUNK * self.columns.len() {
+            self.write_buffered()?;
+        }
+        Ok(())
+    }
+
+    /// Commit every row appended since the last flush, in one transaction
+    /// (a savepoint of the connection's open transaction). Returns how many.
+    pub fn flush(&mut self) -> Result<u64> {
+        self.write_buffered()?;
+        let end = match self.batch {
+            Batch::Idle => return Ok(0),
+            Batch::Fast | Batch::Routed { savepoint: false } => "COMMIT".to_owned(),
+            Batch::Routed { savepoint: true } => format!("RELEASE {SAVEPOINT}"),
+        };
+        self.conn.lock().appending = None;
+        if let Err(e) = self.conn.execute(&end, &[]) {
+            self.abort();
+            return Err(e);
+        }
+        self.batch = Batch::Idle;
+        Ok(std::mem::take(&mut self.pending))
+    }
+
+    /// Write the buffered rows into the open batch (opening one).
+    fn write_buffered(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let r = self.write_rows();
+        if r.is_err() {
+            self.abort();
+        }
+        self.buf.clear();
+        r
+    }
+
+    fn write_rows(&mut self) -> Result<()> {
+        self.start()?;
+        let n = self.columns.len();
+        match (self.batch, &self.plan) {
+            (Batch::Fast, Some(plan)) => {
+                self.conn
+                    .append_fast(&self.table, plan, &self.insert, &self.buf, n)?;
+            }
+            _ => {
+                for row in self.buf.chunks(n) {
+                    self.conn.execute(&self.insert, row)?;
+                }
+            }
+        }
+        self.pending += (self.buf.len() / n) as u64;
+        Ok(())
+    }
+
+    /// Open the batch's transaction if none is open, choosing the fast
+    /// path (`self.plan`) or the router.
+    fn start(&mut self) -> Result<()> {
+        if self.batch != Batch::Idle {
+            return Ok(());
+        }
+        let conn = &mut *self.conn;
+        self.plan = None;
+        if !conn.db.is_autocommit() {
+            conn.execute(&format!("SAVEPOINT {SAVEPOINT}"), &[])?;
+            self.batch = Batch::Routed { savepoint: true };
+            return Ok(());
+        }
+        conn.execute("BEGIN IMMEDIATE", &[])?;
+        self.batch = Batch::Routed { savepoint: false };
+        // Nobody can commit now: follow what was committed before.
+        if conn.persisted.on {
+            conn.catch_up_under_lock()?;
+        }
+        if conn.read_data_version()? != conn.data_version {
+            return Ok(());
+        }
+        let Some(plan) = conn.append_plan(&self.table, &self.columns)? else {
+            return Ok(());
+        };
+        conn.lock().appending = Some(self.table.to_ascii_lowercase());
+        self.plan = Some(plan);
+        self.batch = Batch::Fast;
+        Ok(())
+    }
+
+    /// Roll the open batch back (SQLite's error ended it).
+    fn abort(&mut self) {
+        let conn = &mut *self.conn;
+        conn.lock().appending = None;
+        let batch = std::mem::replace(&mut self.batch, Batch::Idle);
+        self.plan = None;
+        self.pending = 0;
+        self.buf.clear();
+        if conn.db.is_autocommit() {
+            // SQLite rolled the transaction back itself.
+            if batch == Batch::Fast {
+                conn.append_rolled_back();
+            }
+            return;
+        }
+        let _ = match batch {
+            Batch::Idle => Ok(()),
+            Batch::Fast | Batch::Routed { savepoint: false } => {
+                conn.execute("ROLLBACK", &[]).map(drop)
+            }
+            Batch::Routed { savepoint: true } => conn
+                .execute(&format!("ROLLBACK TO {SAVEPOINT}"), &[])
+                .and_then(|_| conn.execute(&format!("RELEASE {SAVEPOINT}"), &[]))
+                .map(drop),
+        };
+    }
+}
+
+impl Drop for Appender<'_> {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+/// A column of a table as `PRAGMA table_xinfo` gives it.
+struct Column {
+    name: String,
+    decl: String,
+    pk: bool,
+    /// 0: ordinary; 1: hidden; 2, 3: generated.
+    hidden: i64,
+}
+
+fn table_columns(db: &rusqlite::Connection, table: &str) -> Result<Vec<Column>> {
+    let cols: Vec<Column> = db
+        .prepare_cached("SELECT name, type, pk, hidden FROM pragma_table_xinfo(?1, 'main')")?
+        .query_map([table], |r| {
+            Ok(Column {
+                name: r.get(0)?,
+                decl: r.get(1)?,
+                pk: r.get::<_, i64>(2)? > 0,
+                hidden: r.get(3)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    if cols.is_empty() {
+        return Err(Error::Appender(format!("no such table: main.{table}")));
+    }
+    Ok(cols)
+}
