@@ -44,15 +44,24 @@ fn on_change(p: &mut Planes, ev: &Event<'_>) {
     feed_table(p, ev.table, ev.op, counted, old, new);
 }
 
-/// An inserted row of `table` (main) that SQLite stored as `new` gives
-/// for each column: fed as the hook would have (the appender's rows).
+/// A row of `table` (main) that SQLite stores as `row` gives for each
+/// column, inserted (`weight` 1) as the hook would feed it, or taken back
+/// out (-1: SQLite did not store it after all). The appender's rows.
 pub(crate) fn feed_insert<'a>(
     p: &mut Planes,
     table: &str,
-    new: impl Fn(i32) -> rusqlite::Result<ValueRef<'a>> + Copy,
+    weight: i64,
+    row: impl Fn(i32) -> rusqlite::Result<ValueRef<'a>> + Copy,
 ) {
-    let none = |c: i32| Err(rusqlite::Error::InvalidColumnIndex(c as usize));
-    feed_table(p, table.as_bytes(), Op::Insert, true, none, new);
+    if weight > 0 {
+        feed_table(p, table.as_bytes(), Op::Insert, true, none, row);
+    } else {
+        feed_table(p, table.as_bytes(), Op::Delete, false, row, none);
+    }
+}
+
+fn none<'a>(c: i32) -> rusqlite::Result<ValueRef<'a>> {
+    Err(rusqlite::Error::InvalidColumnIndex(c as usize))
 }
 
 /// Feed one row change of `table` to every plane of it; `counted`: a row

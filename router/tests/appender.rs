@@ -277,7 +277,7 @@ fn a_conflict_that_rolls_back_the_transaction_puts_the_planes_back() {
 }
 
 #[test]
-fn triggers_and_an_open_transaction_go_through_the_router() {
+fn triggers_and_an_open_transaction() {
     let mut f = files(
         "CREATE TABLE t(id INTEGER PRIMARY KEY, d1 INTEGER, d2 TEXT, d3, m INTEGER, u INTEGER UNIQUE);
          CREATE TABLE log(x);
@@ -320,6 +320,28 @@ fn triggers_and_an_open_transaction_go_through_the_router() {
             .unwrap();
     }
     f.sq.execute_batch("COMMIT").unwrap();
+    f.same();
+    f.reopen();
+}
+
+#[test]
+fn rows_sqlite_does_not_store_are_not_planed() {
+    // An IGNORE conflict clause and a trigger's RAISE(IGNORE): the INSERT
+    // succeeds and stores nothing.
+    let mut f = files(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, d1 INTEGER, d2 TEXT, d3, m INTEGER, \
+         u INTEGER UNIQUE ON CONFLICT IGNORE);
+         CREATE TRIGGER skip BEFORE INSERT ON t WHEN new.d2 = 'skip' BEGIN SELECT RAISE(IGNORE); END;
+         INSERT INTO t(d1, d2, d3, m, u) VALUES (1, 'a', 1, 5, 1);",
+    );
+    let cols = ["d1", "d2", "d3", "m", "u"];
+    let rows: Vec<Vec<Value>> = (0..60)
+        .map(|i| {
+            let d2 = if i % 7 == 0 { "skip" } else { "k" };
+            vec![int(i % 3), t(d2), int(1), int(i), int(i % 20)]
+        })
+        .collect();
+    assert!(f.both(&cols, &rows));
     f.same();
     f.reopen();
 }

@@ -6,13 +6,14 @@
 //! - it takes the write lock first (`BEGIN IMMEDIATE`) and then follows any
 //!   commit made before it (`catch_up_under_lock`); if the planes are still
 //!   not current, every row goes through the router instead;
-//! - a row is fed only after SQLite stored it, with the value SQLite stores
-//!   for it (`affinity::stored`); where that is not certain, the row is read
-//!   back by rowid; a table with triggers, without rowid or not an ordinary
-//!   table goes through the router;
-//! - only the table's own depth-0 INSERT events are left to the appender
-//!   (`Planes::appending`): a REPLACE's deletes and a cascade's rows still
-//!   come through the hook;
+//! - a row is fed just before SQLite stores it (where the hook would have
+//!   fed it), with the value SQLite stores for it (`affinity::stored`), and
+//!   taken back out if SQLite stored nothing (`changes()` is 0: an IGNORE
+//!   conflict clause, a trigger's `RAISE(IGNORE)`); where the stored value
+//!   is not certain, the hook reads the row as for any INSERT;
+//! - only that row's own depth-0 INSERT event is left to the appender
+//!   (`Planes::appending`): a REPLACE's deletes, a trigger's or a cascade's
+//!   rows still come through the hook;
 //! - any error rolls the whole batch back through the router, which puts
 //!   the planes back to the snapshot of its `BEGIN`.
 
@@ -70,12 +71,11 @@ const SAVEPOINT: &str = "pleroma_appender";
 /// How the fast path writes and feeds one table, read under the write lock.
 struct Plan {
     /// The plane columns of the table (table column index), and for each
-    /// the appended position and affinity; `None`: not appended (its default
-    /// is SQLite's business), read back.
+    /// the appended position, affinity and whether it is in the primary
+    /// key; `None`: not appended (its default is SQLite's business), so the
+    /// hook reads the row.
     plane_cols: Vec<i32>,
     given: Vec<Option<(usize, Affinity, bool)>>,
-    /// `SELECT <plane columns> FROM main.t WHERE rowid = ?`.
-    read_back: String,
 }
 
 impl Connection {
@@ -144,8 +144,9 @@ impl Connection {
     }
 
     /// Under the write lock: how the fast path writes `table`, or `None`
-    /// when it must go through the router (a trigger could do anything with
-    /// the row before it is fed; without a rowid it cannot be read back).
+    /// when it goes through the router (not an ordinary rowid table of
+    /// main; main attached again, or a copy of it, where the guard passes
+    /// nothing).
     fn append_plan(&self, table: &str, columns: &[String]) -> Result<Option<Plan>> {
         let kind: Option<(String, bool, bool)> = self
             .db
@@ -156,17 +157,6 @@ impl Connection {
             return Ok(None);
         };
         if kind != "table" || without_rowid {
-            return Ok(None);
-        }
-        // Triggers on the table, main's or temp's.
-        let triggers: i64 = self
-            .db
-            .prepare_cached(
-                "SELECT (SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger' AND tbl_name = ?1 COLLATE NOCASE) \
-                 + (SELECT count(*) FROM temp.sqlite_schema WHERE type = 'trigger' AND tbl_name = ?1 COLLATE NOCASE)",
-            )?
-            .query_row([table], |r| r.get(0))?;
-        if triggers > 0 {
             return Ok(None);
         }
         let known = table_columns(&self.db, table)?;
@@ -188,12 +178,10 @@ impl Connection {
         }
         drop(planes);
         let mut given = Vec::with_capacity(plane_cols.len());
-        let mut names = Vec::with_capacity(plane_cols.len());
         for &c in &plane_cols {
             let Some(k) = known.get(c as usize) else {
                 return Ok(None);
             };
-            names.push(tokenize::quote(&k.name));
             given.push(
                 columns
                     .iter()
@@ -202,24 +190,16 @@ impl Connection {
                     .map(|p| (p, Affinity::of_column(&k.decl, strict), k.pk)),
             );
         }
-        let read_back = format!(
-            "SELECT {} FROM main.{} WHERE rowid = ?1",
-            if names.is_empty() {
-                "1".to_owned()
-            } else {
-                names.join(", ")
-            },
-            tokenize::quote(table)
-        );
-        Ok(Some(Plan {
-            plane_cols,
-            given,
-            read_back,
-        }))
+        Ok(Some(Plan { plane_cols, given }))
     }
 
-    /// The fast path: each row through one prepared INSERT, then fed to
-    /// the planes with what SQLite stored.
+    /// The fast path: each row through one prepared INSERT, fed to the
+    /// planes just before SQLite stores it (so that an AFTER INSERT
+    /// trigger's change to it comes after it, as through the hook), with
+    /// the value SQLite stores; a row whose stored value is not certain is
+    /// left to the hook. A row SQLite did not store (a conflict clause
+    /// `IGNORE` in the schema, a trigger's `RAISE(IGNORE)`: the statement
+    /// succeeds and `changes()` is 0) is taken back out.
     fn append_fast(
         &mut self,
         table: &str,
@@ -231,6 +211,7 @@ impl Connection {
         let _allow = self.allow_guard();
         let mut stmt = self.db.prepare_cached(sql)?;
         let mut vals: Vec<Cow<'_, Value>> = Vec::with_capacity(plan.plane_cols.len());
+        let lower = table.to_ascii_lowercase();
         for row in rows.chunks(n) {
             vals.clear();
             let mut sure = true;
@@ -250,23 +231,6 @@ impl Connection {
                     }
                 }
             }
-            stmt.execute(rusqlite::params_from_iter(row.iter()))?;
-            if plan.plane_cols.is_empty() {
-                continue;
-            }
-            if !sure {
-                let rowid = self.db.last_insert_rowid();
-                let back: Vec<Value> =
-                    self.db
-                        .prepare_cached(&plan.read_back)?
-                        .query_row([rowid], |r| {
-                            (0..plan.plane_cols.len())
-                                .map(|i| r.get::<_, Value>(i))
-                                .collect()
-                        })?;
-                vals.clear();
-                vals.extend(back.into_iter().map(Cow::Owned));
-            }
             let get = |c: i32| {
                 plan.plane_cols
                     .iter()
@@ -274,8 +238,22 @@ impl Connection {
                     .map(|k| ValueRef::from(&*vals[k]))
                     .ok_or(rusqlite::Error::InvalidColumnIndex(c as usize))
             };
-            let mut shared = planes::lock(&self.shared);
-            hook::feed_insert(&mut shared, table, get);
+            let fed = sure && !plan.plane_cols.is_empty();
+            {
+                let mut shared = planes::lock(&self.shared);
+                if fed {
+                    hook::feed_insert(&mut shared, table, 1, get);
+                    if shared.appending.is_none() {
+                        shared.appending = Some(lower.clone());
+                    }
+                } else {
+                    shared.appending = None;
+                }
+            }
+            stmt.execute(rusqlite::params_from_iter(row.iter()))?;
+            if fed && self.db.changes() == 0 {
+                hook::feed_insert(&mut planes::lock(&self.shared), table, -1, get);
+            }
         }
         self.last_changes = self.db.changes();
         self.user_counters.user_set_changes();
