@@ -149,6 +149,11 @@ pub enum Step {
     /// it, with the main file's keys, and no state row of the copy's
     /// follows it); then `DETACH k`. Pleroma's side only.
     CopyRefused(String),
+    /// Rows appended through `Connection::appender` on Pleroma's side (the
+    /// rows of this `INSERT INTO t(cols) VALUES …`, as bound values of the
+    /// literals' types), and on SQLite's the INSERT inside a savepoint:
+    /// all of it or, on an error, none.
+    Append(String),
     /// A snapshot of both files by SQLite's online backup API (kept beside
     /// them for a later `Restore`).
     Backup,
@@ -353,8 +358,9 @@ impl Gen<'_> {
     fn block(&mut self) {
         match self
             .rng
-            .weighted(&[30, 22, 12, 10, 5, 4, 3, 2, 3, 3, 6, 5, 2, 6, 4, 4, 2])
+            .weighted(&[30, 22, 12, 10, 5, 4, 3, 2, 3, 3, 6, 5, 2, 6, 4, 4, 2, 4])
         {
+            17 => self.append(),
             16 => self.fts_in_txn(),
             15 => self.stored_in_txn(),
             14 => self.stored_rows(),
@@ -555,6 +561,44 @@ impl Gen<'_> {
     /// ended the one a block began, `SAVEPOINT b` starts a new one): another
     /// connection could not write, and a reopen would drop it on one side
     /// only. Without a transaction both sides fail the same way.
+    /// Rows through the appender: in autocommit or inside a transaction,
+    /// now and then with a row that fails (a duplicate key, a trigger's
+    /// RAISE), now and then with the file opened again after.
+    fn append(&mut self) {
+        let inside = self.rng.chance(0.3);
+        if inside {
+            self.exec("BEGIN".into());
+            let w = self.simple_write();
+            self.exec(w);
+        }
+        let n = if self.rng.chance(0.1) {
+            self.rng.range(200, 2600) as usize
+        } else {
+            self.rng.range(1, 12) as usize
+        };
+        let mut sql = self.insert_rows(n, None, None);
+        if self.rng.chance(0.2) {
+            let bad = self.s.row_with_note(&mut self.rng, None, "boom");
+            sql = format!("{sql}, {bad}");
+        }
+        self.push(Step::Append(sql));
+        self.checks(2);
+        if inside {
+            let end = if self.rng.chance(0.7) {
+                "COMMIT"
+            } else {
+                "ROLLBACK"
+            };
+            self.exec(end.into());
+            self.checks(1);
+        }
+        if self.rng.chance(0.3) {
+            self.settle();
+            self.push(Step::Reopen);
+            self.checks(1);
+        }
+    }
+
     fn settle(&mut self) {
         self.exec("ROLLBACK".into());
     }

@@ -231,6 +231,45 @@ impl Pair {
                 st.pass("refused writes");
                 Ok(())
             }
+            Step::Append(sql) => {
+                let (head, values) = sql
+                    .split_once(" VALUES ")
+                    .ok_or_else(|| format!("@append without VALUES: {sql}"))?;
+                let cols: Vec<&str> = head
+                    .trim()
+                    .trim_start_matches("INSERT INTO t(")
+                    .trim_end_matches(')')
+                    .split(", ")
+                    .collect();
+                // The literals' own values, as a program would bind them.
+                let mut stmt = self
+                    .sq
+                    .prepare(&format!("VALUES {values}"))
+                    .map_err(|e| format!("{sql}: {e}"))?;
+                let n = stmt.column_count();
+                let rows: Vec<Vec<Value>> = stmt
+                    .query_map([], |r| (0..n).map(|i| r.get::<_, Value>(i)).collect())
+                    .and_then(|it| it.collect())
+                    .map_err(|e| format!("{sql}: {e}"))?;
+                drop(stmt);
+                let a = (|| -> pleroma::Result<u64> {
+                    let mut ap = self.pl.appender_for("t", &cols)?;
+                    for r in &rows {
+                        ap.append_row(r)?;
+                    }
+                    ap.flush()
+                })()
+                .map(|_| 0)
+                .map_err(|e| e.to_string());
+                let b = plain_append(&self.sq, &cols, &rows);
+                let failed = a.is_err() && b.is_err();
+                self.agree(sql, a, b, st)?;
+                if failed {
+                    self.same_tables(sql)?;
+                    st.pass("stored tables");
+                }
+                Ok(())
+            }
             Step::StandIn(sql) => {
                 let stand_in = |p: &Path| {
                     let db = rusqlite::Connection::open(p).map_err(|e| e.to_string())?;
@@ -713,6 +752,47 @@ fn second_exec(path: &Path, sql: &str) -> Result<usize, String> {
 }
 
 /// Run a statement on plain SQLite, as Pleroma runs it.
+/// What the appender does, as plain SQLite statements: each row its own
+/// INSERT with bound values, all inside a savepoint that an error rolls
+/// back (a transaction of its own in autocommit).
+fn plain_append(
+    db: &rusqlite::Connection,
+    cols: &[&str],
+    rows: &[Vec<Value>],
+) -> Result<usize, String> {
+    let auto = db.is_autocommit();
+    let undo = |db: &rusqlite::Connection| {
+        if !db.is_autocommit() {
+            let _ = db.execute_batch(if auto {
+                "ROLLBACK"
+            } else {
+                "ROLLBACK TO pleroma_appender; RELEASE pleroma_appender"
+            });
+        }
+    };
+    db.execute_batch("SAVEPOINT pleroma_appender")
+        .map_err(|e| e.to_string())?;
+    let sql = format!(
+        "INSERT INTO t({}) VALUES ({})",
+        cols.join(", "),
+        (1..=cols.len())
+            .map(|i| format!("?{i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for r in rows {
+        if let Err(e) = db.execute(&sql, rusqlite::params_from_iter(r.iter())) {
+            undo(db);
+            return Err(e.to_string());
+        }
+    }
+    db.execute_batch("RELEASE pleroma_appender").map_err(|e| {
+        undo(db);
+        e.to_string()
+    })?;
+    Ok(0)
+}
+
 pub fn sq_exec(db: &rusqlite::Connection, sql: &str) -> Result<usize, String> {
     let mut stmt = db.prepare(sql).map_err(|e| e.to_string())?;
     if stmt.column_count() == 0 {

@@ -250,7 +250,12 @@ impl Connection {
                     shared.appending = None;
                 }
             }
-            stmt.execute(rusqlite::params_from_iter(row.iter()))?;
+            if let Err(e) = stmt.execute(rusqlite::params_from_iter(row.iter())) {
+                // A failed INSERT sets `changes()` to 0, as plain SQLite's.
+                self.last_changes = self.db.changes();
+                self.user_counters.user_set_changes();
+                return Err(e.into());
+            }
             if fed && self.db.changes() == 0 {
                 hook::feed_insert(&mut planes::lock(&self.shared), table, -1, get);
             }
