@@ -16,7 +16,7 @@ use arrow_csv::reader::Format;
 use arrow_schema::{DataType, Field, Schema};
 use indicatif::{ProgressBar, ProgressStyle};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use pleroma::{Connection, Value};
+use pleroma::{Appender, Connection, Value};
 
 const BATCH: usize = 8192;
 
@@ -47,7 +47,9 @@ pub(crate) fn load(conn: &mut Connection, table: &str, file: &Path) -> Result<u6
         _ => bail!("{}: expected a .csv or .parquet file", file.display()),
     };
     File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
-    conn.begin()?;
+    // The write lock first: the appender then feeds the planes from the
+    // values (`Connection::appender`).
+    conn.execute("BEGIN IMMEDIATE", &[])?;
     let loaded = if parquet {
         load_parquet(conn, table, file)
     } else {
@@ -156,14 +158,15 @@ fn table_columns(conn: &Connection, table: &str) -> Result<Vec<(String, String)>
 }
 
 /// Match the file's columns to the table's (creating the table if it is
-/// missing, with `new_kind` types), and return the INSERT and each column's kind.
+/// missing, with `new_kind` types), and return the table's column for each
+/// of the file's, and each column's kind.
 fn prepare_target(
     conn: &mut Connection,
     table: &str,
     file: &Path,
     schema: &Schema,
     new_kind: impl Fn(&Field) -> Kind,
-) -> Result<(String, Vec<Kind>)> {
+) -> Result<(Vec<String>, Vec<Kind>)> {
     let existing = table_columns(conn, table)?;
     let mut names = Vec::new();
     let mut kinds = Vec::new();
@@ -203,15 +206,7 @@ fn prepare_target(
             kinds.push(Kind::of_declared(decl));
         }
     }
-    let cols: Vec<String> = names.iter().map(|n| quote(n)).collect();
-    let params: Vec<String> = (1..=names.len()).map(|i| format!("?{i}")).collect();
-    let sql = format!(
-        "INSERT INTO {}({}) VALUES ({})",
-        quote(table),
-        cols.join(", "),
-        params.join(", ")
-    );
-    Ok((sql, kinds))
+    Ok((names, kinds))
 }
 
 fn progress(len: u64, bytes: bool) -> ProgressBar {
@@ -248,7 +243,7 @@ fn load_csv(conn: &mut Connection, table: &str, file: &Path) -> Result<u64> {
             })
             .collect::<Vec<_>>(),
     );
-    let (insert, kinds) = prepare_target(conn, table, file, &inferred, |f| {
+    let (names, kinds) = prepare_target(conn, table, file, &inferred, |f| {
         Kind::of_arrow(f.data_type())
     })?;
     // Read every field as text: the conversion is ours, with errors that
@@ -268,6 +263,12 @@ fn load_csv(conn: &mut Connection, table: &str, file: &Path) -> Result<u64> {
         .build(pb.wrap_read(open()?))?;
     let mut rows = 0u64;
     let mut params = vec![Value::Null; kinds.len()];
+    let mut ap = conn.appender_for(table, &names)?;
+    // The header is line 1.
+    let at = |ap: &Appender, e| match ap.failed_row() {
+        Some(r) => anyhow!("{} line {}: {e}", file.display(), r + 2),
+        None => anyhow!("{}: {e}", file.display()),
+    };
     for batch in reader {
         let batch = batch.map_err(|e| anyhow!("{}: {e}", file.display()))?;
         let cols: Vec<_> = batch
@@ -291,11 +292,11 @@ fn load_csv(conn: &mut Connection, table: &str, file: &Path) -> Result<u64> {
                     })?
                 };
             }
-            conn.execute(&insert, &params)
-                .map_err(|e| anyhow!("{} line {line}: {e}", file.display()))?;
+            ap.append_row(&params).map_err(|e| at(&ap, e))?;
             rows += 1;
         }
     }
+    ap.flush().map_err(|e| at(&ap, e))?;
     pb.finish_and_clear();
     Ok(rows)
 }
@@ -306,13 +307,18 @@ fn load_parquet(conn: &mut Connection, table: &str, file: &Path) -> Result<u64> 
         .with_context(|| format!("{}", file.display()))?;
     let total = builder.metadata().file_metadata().num_rows();
     let schema = builder.schema().clone();
-    let (insert, _) = prepare_target(conn, table, file, &schema, |f| match f.data_type() {
+    let (names, _) = prepare_target(conn, table, file, &schema, |f| match f.data_type() {
         t if t.is_integer() || t.is_floating() || *t == DataType::Boolean => Kind::of_arrow(t),
         _ => Kind::Text,
     })?;
     let reader = builder.with_batch_size(BATCH).build()?;
     let pb = progress(u64::try_from(total).unwrap_or(0), false);
     let mut rows = 0u64;
+    let mut ap = conn.appender_for(table, &names)?;
+    let at = |ap: &Appender, e| match ap.failed_row() {
+        Some(r) => anyhow!("{} row {}: {e}", file.display(), r + 1),
+        None => anyhow!("{}: {e}", file.display()),
+    };
     for batch in reader {
         let batch: RecordBatch = batch.map_err(|e| anyhow!("{}: {e}", file.display()))?;
         let cols = batch
@@ -328,11 +334,11 @@ fn load_parquet(conn: &mut Connection, table: &str, file: &Path) -> Result<u64> 
         for r in 0..batch.num_rows() {
             rows += 1;
             let params: Vec<Value> = cols.iter().map(|c| c[r].clone()).collect();
-            conn.execute(&insert, &params)
-                .map_err(|e| anyhow!("{} row {rows}: {e}", file.display()))?;
+            ap.append_row(&params).map_err(|e| at(&ap, e))?;
         }
         pb.inc(batch.num_rows() as u64);
     }
+    ap.flush().map_err(|e| at(&ap, e))?;
     pb.finish_and_clear();
     Ok(rows)
 }

@@ -51,14 +51,21 @@ pub struct Appender<'c> {
     plan: Option<Plan>,
     /// Rows written in the open batch.
     pending: u64,
+    /// Rows given to `append_row` since the appender was made.
+    seen: u64,
+    /// See [`Appender::failed_row`].
+    failed: Option<u64>,
 }
 
 /// The open batch's transaction.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Batch {
     Idle,
-    /// `BEGIN IMMEDIATE` by the appender; rows fed from their values.
-    Fast,
+    /// Rows fed from their values: in `BEGIN IMMEDIATE` by the appender,
+    /// or a savepoint of a transaction that holds the write lock.
+    Fast {
+        savepoint: bool,
+    },
     /// Every row through the router: in a transaction of the appender's
     /// own (`BEGIN`), or a savepoint of the user's.
     Routed {
@@ -140,6 +147,8 @@ impl Connection {
             batch: Batch::Idle,
             plan: None,
             pending: 0,
+            seen: 0,
+            failed: None,
         })
     }
 
@@ -200,6 +209,7 @@ impl Connection {
     /// left to the hook. A row SQLite did not store (a conflict clause
     /// `IGNORE` in the schema, a trigger's `RAISE(IGNORE)`: the statement
     /// succeeds and `changes()` is 0) is taken back out.
+    /// `Err((k, e))`: the `k`th row failed.
     fn append_fast(
         &mut self,
         table: &str,
@@ -207,12 +217,12 @@ impl Connection {
         sql: &str,
         rows: &[Value],
         n: usize,
-    ) -> Result<()> {
+    ) -> std::result::Result<(), (usize, Error)> {
         let _allow = self.allow_guard();
-        let mut stmt = self.db.prepare_cached(sql)?;
+        let mut stmt = self.db.prepare_cached(sql).map_err(|e| (0, e.into()))?;
         let mut vals: Vec<Cow<'_, Value>> = Vec::with_capacity(plan.plane_cols.len());
         let lower = table.to_ascii_lowercase();
-        for row in rows.chunks(n) {
+        for (k, row) in rows.chunks(n).enumerate() {
             vals.clear();
             let mut sure = true;
             for g in &plan.given {
@@ -254,7 +264,7 @@ impl Connection {
                 // A failed INSERT sets `changes()` to 0, as plain SQLite's.
                 self.last_changes = self.db.changes();
                 self.user_counters.user_set_changes();
-                return Err(e.into());
+                return Err((k, e.into()));
             }
             if fed && self.db.changes() == 0 {
                 hook::feed_insert(&mut planes::lock(&self.shared), table, -1, get);
@@ -303,6 +313,7 @@ impl Appender<'_> {
             )));
         }
         self.buf.extend_from_slice(row);
+        self.seen += 1;
         if self.buf.len() >= CHUNK * self.columns.len() {
             self.write_buffered()?;
         }
@@ -315,8 +326,12 @@ impl Appender<'_> {
         self.write_buffered()?;
         let end = match self.batch {
             Batch::Idle => return Ok(0),
-            Batch::Fast | Batch::Routed { savepoint: false } => "COMMIT".to_owned(),
-            Batch::Routed { savepoint: true } => format!("RELEASE {SAVEPOINT}"),
+            Batch::Fast { savepoint: false } | Batch::Routed { savepoint: false } => {
+                "COMMIT".to_owned()
+            }
+            Batch::Fast { savepoint: true } | Batch::Routed { savepoint: true } => {
+                format!("RELEASE {SAVEPOINT}")
+            }
         };
         self.conn.lock().appending = None;
         if let Err(e) = self.conn.execute(&end, &[]) {
@@ -341,21 +356,36 @@ impl Appender<'_> {
     }
 
     fn write_rows(&mut self) -> Result<()> {
+        self.failed = None;
         self.start()?;
         let n = self.columns.len();
-        match (self.batch, &self.plan) {
-            (Batch::Fast, Some(plan)) => {
+        let first = self.seen - (self.buf.len() / n) as u64;
+        let r = match (self.batch, &self.plan) {
+            (Batch::Fast { .. }, Some(plan)) => {
                 self.conn
-                    .append_fast(&self.table, plan, &self.insert, &self.buf, n)?;
+                    .append_fast(&self.table, plan, &self.insert, &self.buf, n)
             }
-            _ => {
-                for row in self.buf.chunks(n) {
-                    self.conn.execute(&self.insert, row)?;
-                }
-            }
+            _ => self.buf.chunks(n).enumerate().try_for_each(|(k, row)| {
+                self.conn
+                    .execute(&self.insert, row)
+                    .map(drop)
+                    .map_err(|e| (k, e))
+            }),
+        };
+        if let Err((k, e)) = r {
+            self.failed = Some(first + k as u64);
+            return Err(e);
         }
         self.pending += (self.buf.len() / n) as u64;
         Ok(())
+    }
+
+    /// The row whose INSERT failed in the last error of `append_row` or
+    /// `flush`, numbered from 0 over every row given to this appender;
+    /// `None` when the error was no row's (a failed commit, a bad row
+    /// length).
+    pub fn failed_row(&self) -> Option<u64> {
+        self.failed
     }
 
     /// Open the batch's transaction if none is open, choosing the fast
@@ -366,16 +396,21 @@ impl Appender<'_> {
         }
         let conn = &mut *self.conn;
         self.plan = None;
-        if !conn.db.is_autocommit() {
+        let savepoint = !conn.db.is_autocommit();
+        if savepoint {
             conn.execute(&format!("SAVEPOINT {SAVEPOINT}"), &[])?;
             self.batch = Batch::Routed { savepoint: true };
-            return Ok(());
-        }
-        conn.execute("BEGIN IMMEDIATE", &[])?;
-        self.batch = Batch::Routed { savepoint: false };
-        // Nobody can commit now: follow what was committed before.
-        if conn.persisted.on {
-            conn.catch_up_under_lock()?;
+            // Without the write lock another commit can still land.
+            if !crate::ffi::writing(&conn.db) {
+                return Ok(());
+            }
+        } else {
+            conn.execute("BEGIN IMMEDIATE", &[])?;
+            self.batch = Batch::Routed { savepoint: false };
+            // Nobody can commit now: follow what was committed before.
+            if conn.persisted.on {
+                conn.catch_up_under_lock()?;
+            }
         }
         if conn.read_data_version()? != conn.data_version {
             return Ok(());
@@ -385,7 +420,7 @@ impl Appender<'_> {
         };
         conn.lock().appending = Some(self.table.to_ascii_lowercase());
         self.plan = Some(plan);
-        self.batch = Batch::Fast;
+        self.batch = Batch::Fast { savepoint };
         Ok(())
     }
 
@@ -399,17 +434,17 @@ impl Appender<'_> {
         self.buf.clear();
         if conn.db.is_autocommit() {
             // SQLite rolled the transaction back itself.
-            if batch == Batch::Fast {
+            if matches!(batch, Batch::Fast { .. }) {
                 conn.append_rolled_back();
             }
             return;
         }
         let _ = match batch {
             Batch::Idle => Ok(()),
-            Batch::Fast | Batch::Routed { savepoint: false } => {
+            Batch::Fast { savepoint: false } | Batch::Routed { savepoint: false } => {
                 conn.execute("ROLLBACK", &[]).map(drop)
             }
-            Batch::Routed { savepoint: true } => conn
+            Batch::Fast { savepoint: true } | Batch::Routed { savepoint: true } => conn
                 .execute(&format!("ROLLBACK TO {SAVEPOINT}"), &[])
                 .and_then(|_| conn.execute(&format!("RELEASE {SAVEPOINT}"), &[]))
                 .map(drop),
