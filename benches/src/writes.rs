@@ -11,6 +11,10 @@
 //!   plane on the same file (`other`), which needs nothing of the plane;
 //! - `batch_load`: `--rows` rows into an empty table in one transaction with
 //!   a prepared INSERT (the plane attached before the load), done twice;
+//! - `append_load`: the same rows through `Connection::appender` (one
+//!   transaction, flushed once) on the Pleroma arms; on `sqlite`, the same
+//!   prepared INSERT in one transaction again, so that the ratio is the
+//!   appender's against plain SQLite's load;
 //! - `plane_build`: attaching to the loaded table (first call) and
 //!   `PRAGMA pleroma_rebuild('w')` (warm, 4 calls), against `scan_columns`: plain SQLite
 //!   reading the seven plane columns of every row (the physical limit);
@@ -180,6 +184,44 @@ fn batch_load(arm: Arm, rows: u64, seed: u64) -> Result<f64> {
     }
     c.exec("COMMIT", &[])?;
     let ms = millis(t);
+    drop(c);
+    remove_db(&path);
+    Ok(ms)
+}
+
+/// Load `rows` rows into an empty table through the appender (plain
+/// SQLite: its prepared INSERT in one transaction); returns ms of the load.
+fn append_load(arm: Arm, rows: u64, seed: u64) -> Result<f64> {
+    if arm == Arm::Sqlite {
+        return batch_load(arm, rows, seed);
+    }
+    let path = scratch(&format!("writes-append-{}.db", arm.name()))?;
+    let mut c = pleroma::Connection::open(&path)?;
+    c.execute_batch(FILE_SETTINGS)?;
+    c.execute_batch(CREATE)?;
+    if arm == Arm::Plane {
+        c.execute_batch(PLANE_PRAGMA)?;
+    }
+    let mut rng = Rng::new(seed);
+    let t = Instant::now();
+    {
+        let mut a = c.appender("w")?;
+        for id in 1..=rows as i64 {
+            a.append_row(&row(&mut rng, id))?;
+        }
+        a.flush()?;
+    }
+    let ms = millis(t);
+    // The rows the plane holds are the table's.
+    let served = c.query(CHECK, &[])?;
+    let plain = rusqlite::Connection::open(&path)?;
+    let want = harness::sqlite_rows(&plain, CHECK)?;
+    anyhow::ensure!(
+        served.rows.into_inner() == want,
+        "append_load: the {} arm's answer differs from the table's",
+        arm.name()
+    );
+    drop(plain);
     drop(c);
     remove_db(&path);
     Ok(ms)
@@ -365,6 +407,18 @@ pub fn run(rows: u64, opts: &Options) -> Result<Outcome> {
         report
             .cells
             .push(cell("batch_load", arm, b1, &[b1], &[b2], arm.name().into()));
+        let (a1, a2) = (
+            append_load(arm, rows, opts.seed)?,
+            append_load(arm, rows, opts.seed)?,
+        );
+        report.cells.push(cell(
+            "append_load",
+            arm,
+            a1,
+            &[a1],
+            &[a2],
+            arm.name().into(),
+        ));
         answers.push(harness::Answer {
             arm,
             rows: single_rows(arm, &base, rows, opts.seed, &mut report)?,
@@ -428,6 +482,7 @@ fn table(report: &Report, opts: &Options) -> String {
         "delete_single",
         "insert_other_table",
         "batch_load",
+        "append_load",
     ] {
         let mut row = vec![q.to_owned()];
         for a in &arms {

@@ -11,7 +11,9 @@
 //!
 //! Operations: `insert`, `update`, `delete` (of `w`), `other` (an INSERT
 //! into `u`, a table without a plane), `txn` (`BEGIN`, two INSERTs,
-//! `COMMIT`: a "statement" is the transaction) and `batch`.
+//! `COMMIT`: a "statement" is the transaction), `batch` and `append` (the
+//! same rows as `batch` through `Connection::appender`, flushed once; on
+//! the `sqlite` arm the same as `batch`).
 //!
 //! ```sh
 //! cargo build --release -p pleroma --example write_cost
@@ -123,14 +125,22 @@ fn measured(c: &mut Conn, op: &str, n: i64, next: i64, rows: i64) -> i64 {
             }
             return next + 2 * n;
         }
-        "batch" => {
+        "append" if matches!(c, Conn::Pleroma(_)) => {
+            let Conn::Pleroma(p) = c else { unreachable!() };
+            let mut a = p.appender("w").expect("appender");
+            for id in next..next + n {
+                a.append_row(&row(id)).expect("append");
+            }
+            a.flush().expect("flush");
+        }
+        "batch" | "append" => {
             c.exec("BEGIN", &[]);
             for id in next..next + n {
                 c.exec(INSERT, &row(id));
             }
             c.exec("COMMIT", &[]);
         }
-        _ => panic!("operation: insert, update, delete, other, txn or batch"),
+        _ => panic!("operation: insert, update, delete, other, txn, batch or append"),
     }
     next + n
 }

@@ -381,6 +381,103 @@ impl Drop for DataVersion {
     }
 }
 
+/// An INSERT prepared once and run row after row with bound values: the
+/// appender's statement (`connection/append.rs`), which through rusqlite's
+/// statement cache cost a cache lookup per row. Finalized when dropped,
+/// which must happen while its connection is open.
+pub(crate) struct Insert {
+    db: *mut ffi::sqlite3,
+    stmt: *mut ffi::sqlite3_stmt,
+}
+
+impl Insert {
+    /// # Safety
+    ///
+    /// The statement keeps `db`'s raw handle: it must be dropped while `db`
+    /// is still open (the appender that holds it borrows the connection).
+    pub unsafe fn prepare(db: &rusqlite::Connection, sql: &str) -> rusqlite::Result<Insert> {
+        // SAFETY: the handle is valid while `db` is open (the caller's
+        // contract covers the statement's life).
+        let handle = unsafe { db.handle() };
+        let mut stmt = std::ptr::null_mut();
+        let len = c_int::try_from(sql.len()).map_err(|_| rusqlite::Error::InvalidQuery)?;
+        // SAFETY: a valid handle, a text of `len` bytes, and an out pointer
+        // SQLite fills with a statement (or leaves null on error).
+        let rc = unsafe {
+            ffi::sqlite3_prepare_v2(
+                handle,
+                sql.as_ptr().cast(),
+                len,
+                &mut stmt,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc != ffi::SQLITE_OK {
+            return Err(error(handle, rc));
+        }
+        if stmt.is_null() {
+            return Err(rusqlite::Error::InvalidQuery);
+        }
+        Ok(Insert { db: handle, stmt })
+    }
+
+    /// Bind `row` (one value per parameter, in order), step once and reset:
+    /// the outcome rusqlite's `Statement::execute` gives.
+    pub fn run(&self, row: &[rusqlite::types::Value]) -> rusqlite::Result<()> {
+        use rusqlite::types::Value;
+        // SAFETY: `stmt` is a live statement of the open connection `db`
+        // (finalized only in `Drop`); each bind copies its value
+        // (SQLITE_TRANSIENT) and checks the index; step and reset are
+        // called in the order SQLite requires.
+        unsafe {
+            for (i, v) in row.iter().enumerate() {
+                let i = c_int::try_from(i + 1).map_err(|_| rusqlite::Error::InvalidQuery)?;
+                let rc = match v {
+                    Value::Null => ffi::sqlite3_bind_null(self.stmt, i),
+                    Value::Integer(x) => ffi::sqlite3_bind_int64(self.stmt, i, *x),
+                    Value::Real(x) => ffi::sqlite3_bind_double(self.stmt, i, *x),
+                    Value::Text(t) => ffi::sqlite3_bind_text64(
+                        self.stmt,
+                        i,
+                        t.as_ptr().cast(),
+                        t.len() as u64,
+                        ffi::SQLITE_TRANSIENT(),
+                        ffi::SQLITE_UTF8 as u8,
+                    ),
+                    Value::Blob(b) => ffi::sqlite3_bind_blob64(
+                        self.stmt,
+                        i,
+                        b.as_ptr().cast(),
+                        b.len() as u64,
+                        ffi::SQLITE_TRANSIENT(),
+                    ),
+                };
+                if rc != ffi::SQLITE_OK {
+                    return Err(error(self.db, rc));
+                }
+            }
+            let rc = ffi::sqlite3_step(self.stmt);
+            let reset = ffi::sqlite3_reset(self.stmt);
+            match rc {
+                ffi::SQLITE_DONE if reset == ffi::SQLITE_OK => Ok(()),
+                ffi::SQLITE_DONE => Err(error(self.db, reset)),
+                ffi::SQLITE_ROW => Err(rusqlite::Error::ExecuteReturnedResults),
+                _ => Err(error(self.db, rc)),
+            }
+        }
+    }
+}
+
+impl Drop for Insert {
+    fn drop(&mut self) {
+        // SAFETY: the connection is still open (see `prepare`), and the
+        // statement is finalized exactly once.
+        unsafe {
+            ffi::sqlite3_finalize(self.stmt);
+        }
+    }
+}
+
 /// The error SQLite reports for `rc` on `db`, as rusqlite would give it.
 fn error(db: *mut ffi::sqlite3, rc: c_int) -> rusqlite::Error {
     // SAFETY: `db` is an open connection; `sqlite3_errmsg` returns a

@@ -21,13 +21,10 @@ use std::borrow::Cow;
 
 use rusqlite::types::ValueRef;
 use rusqlite::OptionalExtension;
+use smallvec::SmallVec;
 
 use super::*;
 use crate::affinity::{self, Affinity};
-
-/// Rows buffered before they go to SQLite (each chunk is one prepared
-/// statement run per row, inside the appender's transaction).
-const CHUNK: usize = 2048;
 
 /// Loads rows into one table faster than SQL statements through the router,
 /// like DuckDB's appender: [`Appender::append_row`] takes one value per
@@ -45,10 +42,11 @@ pub struct Appender<'c> {
     table: String,
     columns: Vec<String>,
     insert: String,
-    buf: Vec<Value>,
     batch: Batch,
     /// How the fast path writes, while `batch` is `Fast`.
     plan: Option<Plan>,
+    /// The INSERT, prepared once per batch of the fast path.
+    stmt: Option<crate::ffi::Insert>,
     /// Rows written in the open batch.
     pending: u64,
     /// Rows given to `append_row` since the appender was made.
@@ -83,6 +81,10 @@ struct Plan {
     /// hook reads the row.
     plane_cols: Vec<i32>,
     given: Vec<Option<(usize, Affinity, bool)>>,
+    /// For each table column, its place in `plane_cols` (`usize::MAX`:
+    /// none).
+    slot: Vec<usize>,
+    table_lower: String,
 }
 
 impl Connection {
@@ -143,9 +145,9 @@ impl Connection {
             table: table.to_owned(),
             columns: names,
             insert,
-            buf: Vec::new(),
             batch: Batch::Idle,
             plan: None,
+            stmt: None,
             pending: 0,
             seen: 0,
             failed: None,
@@ -199,79 +201,73 @@ impl Connection {
                     .map(|p| (p, Affinity::of_column(&k.decl, strict), k.pk)),
             );
         }
-        Ok(Some(Plan { plane_cols, given }))
+        let mut slot = vec![usize::MAX; known.len()];
+        for (k, &c) in plane_cols.iter().enumerate() {
+            slot[c as usize] = k;
+        }
+        Ok(Some(Plan {
+            plane_cols,
+            given,
+            slot,
+            table_lower: table.to_ascii_lowercase(),
+        }))
     }
 
-    /// The fast path: each row through one prepared INSERT, fed to the
-    /// planes just before SQLite stores it (so that an AFTER INSERT
-    /// trigger's change to it comes after it, as through the hook), with
-    /// the value SQLite stores; a row whose stored value is not certain is
-    /// left to the hook. A row SQLite did not store (a conflict clause
-    /// `IGNORE` in the schema, a trigger's `RAISE(IGNORE)`: the statement
-    /// succeeds and `changes()` is 0) is taken back out.
-    /// `Err((k, e))`: the `k`th row failed.
-    fn append_fast(
-        &mut self,
-        table: &str,
-        plan: &Plan,
-        sql: &str,
-        rows: &[Value],
-        n: usize,
-    ) -> std::result::Result<(), (usize, Error)> {
-        let _allow = self.allow_guard();
-        let mut stmt = self.db.prepare_cached(sql).map_err(|e| (0, e.into()))?;
-        let mut vals: Vec<Cow<'_, Value>> = Vec::with_capacity(plan.plane_cols.len());
-        let lower = table.to_ascii_lowercase();
-        for (k, row) in rows.chunks(n).enumerate() {
-            vals.clear();
-            let mut sure = true;
-            for g in &plan.given {
-                let v = match *g {
-                    // A key column that is not an integer may be the
-                    // rowid's alias, which SQLite fills in.
-                    Some((p, _, true)) if !matches!(row[p], Value::Integer(_)) => None,
-                    Some((p, aff, _)) => affinity::stored(aff, &row[p]),
-                    None => None,
-                };
-                match v {
-                    Some(v) => vals.push(v),
-                    None => {
-                        sure = false;
-                        break;
-                    }
-                }
-            }
-            let get = |c: i32| {
-                plan.plane_cols
-                    .iter()
-                    .position(|&x| x == c)
-                    .map(|k| ValueRef::from(&*vals[k]))
-                    .ok_or(rusqlite::Error::InvalidColumnIndex(c as usize))
+    /// The fast path for one row: fed to the planes just before SQLite
+    /// stores it (so that an AFTER INSERT trigger's change to it comes
+    /// after it, as through the hook), with the values SQLite stores; a row
+    /// whose stored values are not certain is left to the hook. A row
+    /// SQLite did not store (a conflict clause `IGNORE` in the schema, a
+    /// trigger's `RAISE(IGNORE)`: the statement succeeds and `changes()` is
+    /// 0) is taken back out.
+    fn append_fast(&mut self, plan: &Plan, stmt: &crate::ffi::Insert, row: &[Value]) -> Result<()> {
+        let mut vals: SmallVec<[Cow<'_, Value>; 8]> = SmallVec::new();
+        let mut sure = !plan.plane_cols.is_empty();
+        for g in &plan.given {
+            let v = match *g {
+                // A key column that is not an integer may be the rowid's
+                // alias, which SQLite fills in.
+                Some((p, _, true)) if !matches!(row[p], Value::Integer(_)) => None,
+                Some((p, aff, _)) => affinity::stored(aff, &row[p]),
+                None => None,
             };
-            let fed = sure && !plan.plane_cols.is_empty();
-            {
-                let mut shared = planes::lock(&self.shared);
-                if fed {
-                    hook::feed_insert(&mut shared, table, 1, get);
-                    if shared.appending.is_none() {
-                        shared.appending = Some(lower.clone());
-                    }
-                } else {
-                    shared.appending = None;
+            match v {
+                Some(v) => vals.push(v),
+                None => {
+                    sure = false;
+                    break;
                 }
             }
-            if let Err(e) = stmt.execute(rusqlite::params_from_iter(row.iter())) {
-                // A failed INSERT sets `changes()` to 0, as plain SQLite's.
-                self.last_changes = self.db.changes();
-                self.user_counters.user_set_changes();
-                return Err((k, e.into()));
+        }
+        let get = |c: i32| match plan.slot.get(c as usize) {
+            Some(&k) if k < vals.len() => Ok(ValueRef::from(&*vals[k])),
+            _ => Err(rusqlite::Error::InvalidColumnIndex(c as usize)),
+        };
+        {
+            let mut shared = planes::lock(&self.shared);
+            if sure {
+                hook::feed_insert(&mut shared, &plan.table_lower, 1, get);
+                if shared.appending.is_none() {
+                    shared.appending = Some(plan.table_lower.clone());
+                }
+            } else {
+                shared.appending = None;
             }
-            if fed && self.db.changes() == 0 {
-                hook::feed_insert(&mut planes::lock(&self.shared), table, -1, get);
-            }
+        }
+        let _allow = self.allow_guard();
+        let r = stmt.run(row);
+        drop(_allow);
+        if let Err(e) = r {
+            // A failed INSERT sets `changes()` to 0, as plain SQLite's.
+            self.last_changes = self.db.changes();
+            self.user_counters.user_set_changes();
+            return Err(e.into());
         }
         self.last_changes = self.db.changes();
         self.user_counters.user_set_changes();
+        if sure && self.last_changes == 0 {
+            hook::feed_insert(&mut planes::lock(&self.shared), &plan.table_lower, -1, get);
+        }
         Ok(())
     }
 
@@ -300,11 +296,12 @@ impl Appender<'_> {
         &self.columns
     }
 
-    /// Append one row: one value per column of [`Appender::columns`].
-    /// Rows go to SQLite in chunks; an error of a chunk (SQLite's own)
-    /// comes back here or from `flush`, and rolls the whole batch back.
+    /// Append one row: one value per column of [`Appender::columns`]. An
+    /// error is SQLite's own (or a row of the wrong length), and rolls the
+    /// whole batch since the last flush back.
     pub fn append_row(&mut self, row: &[Value]) -> Result<()> {
         if row.len() != self.columns.len() {
+            self.failed = None;
             return Err(Error::Appender(format!(
                 "{} values for {} columns of {}",
                 row.len(),
@@ -312,18 +309,27 @@ impl Appender<'_> {
                 self.table
             )));
         }
-        self.buf.extend_from_slice(row);
         self.seen += 1;
-        if self.buf.len() >= CHUNK * self.columns.len() {
-            self.write_buffered()?;
+        let r = self.start().and_then(|()| match (&self.plan, &self.stmt) {
+            (Some(plan), Some(stmt)) => self.conn.append_fast(plan, stmt, row),
+            _ => self.conn.execute(&self.insert, row).map(drop),
+        });
+        match r {
+            Ok(()) => {
+                self.pending += 1;
+                Ok(())
+            }
+            Err(e) => {
+                self.failed = Some(self.seen - 1);
+                self.abort();
+                Err(e)
+            }
         }
-        Ok(())
     }
 
     /// Commit every row appended since the last flush, in one transaction
     /// (a savepoint of the connection's open transaction). Returns how many.
     pub fn flush(&mut self) -> Result<u64> {
-        self.write_buffered()?;
         let end = match self.batch {
             Batch::Idle => return Ok(0),
             Batch::Fast { savepoint: false } | Batch::Routed { savepoint: false } => {
@@ -334,50 +340,15 @@ impl Appender<'_> {
             }
         };
         self.conn.lock().appending = None;
+        self.stmt = None;
         if let Err(e) = self.conn.execute(&end, &[]) {
+            self.failed = None;
             self.abort();
             return Err(e);
         }
         self.batch = Batch::Idle;
+        self.plan = None;
         Ok(std::mem::take(&mut self.pending))
-    }
-
-    /// Write the buffered rows into the open batch (opening one).
-    fn write_buffered(&mut self) -> Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        let r = self.write_rows();
-        if r.is_err() {
-            self.abort();
-        }
-        self.buf.clear();
-        r
-    }
-
-    fn write_rows(&mut self) -> Result<()> {
-        self.failed = None;
-        self.start()?;
-        let n = self.columns.len();
-        let first = self.seen - (self.buf.len() / n) as u64;
-        let r = match (self.batch, &self.plan) {
-            (Batch::Fast { .. }, Some(plan)) => {
-                self.conn
-                    .append_fast(&self.table, plan, &self.insert, &self.buf, n)
-            }
-            _ => self.buf.chunks(n).enumerate().try_for_each(|(k, row)| {
-                self.conn
-                    .execute(&self.insert, row)
-                    .map(drop)
-                    .map_err(|e| (k, e))
-            }),
-        };
-        if let Err((k, e)) = r {
-            self.failed = Some(first + k as u64);
-            return Err(e);
-        }
-        self.pending += (self.buf.len() / n) as u64;
-        Ok(())
     }
 
     /// The row whose INSERT failed in the last error of `append_row` or
@@ -418,7 +389,9 @@ impl Appender<'_> {
         let Some(plan) = conn.append_plan(&self.table, &self.columns)? else {
             return Ok(());
         };
-        conn.lock().appending = Some(self.table.to_ascii_lowercase());
+        // SAFETY: the statement lives in this appender, which borrows the
+        // connection: it is finalized before the connection can close.
+        self.stmt = Some(unsafe { crate::ffi::Insert::prepare(&conn.db, &self.insert)? });
         self.plan = Some(plan);
         self.batch = Batch::Fast { savepoint };
         Ok(())
@@ -430,8 +403,8 @@ impl Appender<'_> {
         conn.lock().appending = None;
         let batch = std::mem::replace(&mut self.batch, Batch::Idle);
         self.plan = None;
+        self.stmt = None;
         self.pending = 0;
-        self.buf.clear();
         if conn.db.is_autocommit() {
             // SQLite rolled the transaction back itself.
             if matches!(batch, Batch::Fast { .. }) {
