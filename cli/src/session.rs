@@ -176,7 +176,18 @@ impl Session {
                     self.printer.print(out, rows)?;
                     true
                 }
-                Err(_) => false,
+                // As sqlite3: the rows SQLite stepped before a runtime
+                // error are printed, then the error.
+                Err(_) => {
+                    if let Some(rows) = self.conn.rows_before_error() {
+                        if is_query_plan(stmt) {
+                            query_plan(out, rows)?;
+                        } else {
+                            self.printer.print(out, rows)?;
+                        }
+                    }
+                    false
+                }
             };
             if self.timer {
                 writeln!(

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{require_sqlite3, run, shell};
+use common::{pleroma, require_sqlite3, run, shell};
 
 const SETUP: &str = "\
 CREATE TABLE t(id INTEGER PRIMARY KEY, region TEXT, qty INTEGER, price REAL, note);
@@ -119,6 +119,82 @@ fn quit_and_exit_end_the_script_as_in_sqlite3() {
             (&got.stdout, &got.stderr, got.code),
             (&want.stdout, &want.stderr, want.code),
             "{script}"
+        );
+    }
+}
+
+/// A statement that fails while SQLite steps it: `sqlite3` prints the rows
+/// stepped before the error (none, one, three), then the error, in every
+/// output mode.
+#[test]
+fn rows_before_a_runtime_error_are_printed_as_in_sqlite3() {
+    require_sqlite3();
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("sqlite3.db"), dir.path().join("pleroma.db"));
+    let statements = "\
+SELECT abs(-9223372036854775808) AS a;
+SELECT 1 AS a UNION ALL SELECT abs(-9223372036854775808);
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3)
+  SELECT x, 'row ' || x AS label FROM c UNION ALL SELECT abs(-9223372036854775808), 'no';
+SELECT id, CASE WHEN id = 3 THEN json('{') ELSE region END AS r FROM t ORDER BY id;
+SELECT 'after the errors';
+";
+    let mut script = String::from(SETUP);
+    for mode in [
+        ".mode list",
+        ".headers on",
+        ".mode csv",
+        ".mode box",
+        ".mode json",
+    ] {
+        script.push_str(mode);
+        script.push('\n');
+        script.push_str(statements);
+    }
+    let want = run("sqlite3", &[a.to_str().unwrap()], &script);
+    let got = shell(&b, &script);
+    assert_eq!(got.stdout, want.stdout, "standard output differs");
+    assert_eq!(got.stderr, want.stderr, "standard error differs");
+    assert_eq!(got.code, want.code, "exit code differs");
+    // The rows were printed, each error after them.
+    assert!(
+        want.stdout.contains("1|row 1\n2|row 2\n3|row 3\n"),
+        "{}",
+        want.stdout
+    );
+    assert_eq!(want.stderr.matches("Runtime error near line").count(), 20);
+
+    // With a plane on t: statements it declines to SQLite, one in a
+    // transaction.
+    let planed = dir.path().join("planed.db");
+    let r = shell(
+        &planed,
+        &format!("{SETUP}PRAGMA pleroma_attach('t', 'region', 'qty');\n"),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let declined = "\
+SELECT id, CASE WHEN id = 3 THEN json('{') ELSE region END FROM t ORDER BY id;
+SELECT region, COUNT(*) FROM t GROUP BY region UNION ALL SELECT abs(-9223372036854775808), 1;
+BEGIN;
+SELECT 1 UNION ALL SELECT abs(-9223372036854775808);
+COMMIT;
+";
+    let want = run("sqlite3", &[a.to_str().unwrap()], declined);
+    let got = shell(&planed, declined);
+    assert_eq!(
+        (&got.stdout, &got.stderr, got.code),
+        (&want.stdout, &want.stderr, want.code)
+    );
+    assert!(want.stdout.ends_with("south|2\n1\n"), "{}", want.stdout);
+
+    // `pleroma sql DB SQL` as `sqlite3 DB SQL`: the rows, then "stepping".
+    for sql in statements.split_inclusive(";\n").take(4) {
+        let want = run("sqlite3", &[a.to_str().unwrap(), sql], "");
+        let got = pleroma(&["sql", b.to_str().unwrap(), sql], "");
+        assert_eq!(
+            (&got.stdout, &got.stderr, got.code),
+            (&want.stdout, &want.stderr, want.code),
+            "{sql}"
         );
     }
 }

@@ -67,3 +67,26 @@ fn overflow_in_a_group_having_drops_on_group_columns_is_not_raised() {
     assert_eq!(k, RouteKind::Engine, "{:?}", p.pl.last_route());
     p.check("SELECT g, SUM(m) FROM t GROUP BY g HAVING g = 'a'", &[]);
 }
+
+#[test]
+fn rows_stepped_before_a_runtime_error_are_kept_until_the_next_statement() {
+    let mut p = Pair::new(SETUP, ATTACH);
+    let sql = "SELECT g, m FROM t WHERE g = 'a' UNION ALL SELECT 'x', abs(-9223372036854775808)";
+    let err = p.pl.query(sql, &[]).unwrap_err();
+    assert_eq!(err.to_string(), "integer overflow");
+    assert_eq!(p.pl.last_route().kind, RouteKind::Engine);
+    let rows = p.pl.rows_before_error().expect("the rows SQLite stepped");
+    assert_eq!(*rows.columns, ["g", "m"]);
+    assert_eq!(rows.rows.len(), 2);
+    // A success, an error before any step, a plane's error: none.
+    p.pl.query("SELECT 1", &[]).unwrap();
+    assert!(p.pl.rows_before_error().is_none());
+    p.pl.query(sql, &[]).unwrap_err();
+    p.pl.query("SELECT nope FROM t", &[]).unwrap_err();
+    assert!(p.pl.rows_before_error().is_none());
+    p.pl.query(sql, &[]).unwrap_err();
+    p.pl.execute_batch("PRAGMA pleroma_route = plane").unwrap();
+    p.pl.query("SELECT SUM(m) FROM t WHERE g = 'a'", &[])
+        .unwrap_err();
+    assert!(p.pl.rows_before_error().is_none());
+}

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use pgwire::error::ErrorInfo;
+use pleroma::tokenize::{self, Kind, Token};
 
 use crate::sqlstate::error;
 
@@ -57,6 +58,7 @@ pub(crate) struct Settings {
 }
 
 /// What a SET/RESET/SHOW statement asks.
+#[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Command {
     Set(String, String),
     Reset(Option<String>),
@@ -159,117 +161,142 @@ pub(crate) enum Answer {
     Tag(&'static str),
 }
 
-/// Parses SET/RESET/SHOW; `None` for any other statement.
+/// Parses SET/RESET/SHOW; `None` for any other statement. The words are
+/// read by SQLite's tokenizer (`pleroma::tokenize`): comments anywhere are
+/// skipped, strings and quoted names are whole tokens; the grammar is
+/// PostgreSQL's (`VariableSetStmt`, `VariableShowStmt`,
+/// `VariableResetStmt`).
 pub(crate) fn parse(sql: &str) -> Option<Result<Command, ErrorInfo>> {
-    let s = sql.trim().trim_end_matches(';').trim();
-    let mut words = s.split_whitespace();
-    let first = words.next()?.to_ascii_uppercase();
-    let rest_of = |n: usize| -> &str {
-        let mut r = s;
-        for _ in 0..n {
-            r = r.trim_start();
-            r = &r[r.find(char::is_whitespace).unwrap_or(r.len())..];
-        }
-        r.trim()
+    let mut toks: Vec<Token<'_>> = tokenize::code(sql).collect();
+    while toks.last().is_some_and(|t| t.kind == Kind::Semi) {
+        toks.pop();
+    }
+    let (first, rest) = toks.split_first()?;
+    let keyword = ["SET", "SHOW", "RESET"].into_iter().find(|k| first.is(k))?;
+    let syntax = || {
+        error(
+            "42601",
+            format!("syntax error in {keyword} statement: {sql}"),
+        )
     };
-    match first.as_str() {
-        "SHOW" => {
-            let name = rest_of(1).to_ascii_lowercase();
-            Some(Ok(Command::Show(if name == "all" {
-                None
-            } else {
-                Some(unquote(&name))
-            })))
+    Some(match keyword {
+        "SHOW" => target(rest).map(Command::Show).ok_or_else(syntax),
+        "RESET" => target(rest).map(Command::Reset).ok_or_else(syntax),
+        _ => set(rest, sql).unwrap_or_else(|| Err(syntax())),
+    })
+}
+
+/// What SET asks after its keyword; `None` for a syntax error.
+fn set(mut t: &[Token<'_>], sql: &str) -> Option<Result<Command, ErrorInfo>> {
+    if let Some(scope) = t.first().filter(|w| w.is("SESSION") || w.is("LOCAL")) {
+        let session = scope.is("SESSION");
+        t = &t[1..];
+        match t.first() {
+            Some(w) if w.is("CHARACTERISTICS") => return Some(Ok(Command::SetTransaction)),
+            Some(w) if session && w.is("AUTHORIZATION") => {
+                return Some(Err(error(
+                    "0A000",
+                    "SET SESSION AUTHORIZATION is not supported by pleroma serve",
+                )))
+            }
+            _ => {}
         }
-        "RESET" => {
-            let name = rest_of(1).to_ascii_lowercase();
-            Some(Ok(Command::Reset(if name == "all" {
-                None
-            } else {
-                Some(unquote(&name))
-            })))
+    }
+    let to = |name: &str, value: String| Some(Ok(Command::Set(name.to_owned(), value)));
+    match t {
+        [w, ..] if w.is("TRANSACTION") => Some(Ok(Command::SetTransaction)),
+        [time, zone, v @ ..] if time.is("TIME") && zone.is("ZONE") => {
+            to("timezone", zone_value(v, sql)?)
         }
-        "SET" => {
-            let mut body = rest_of(1);
-            let second = body
-                .split_whitespace()
-                .next()
-                .unwrap_or("")
-                .to_ascii_uppercase();
-            if second == "SESSION" || second == "LOCAL" {
-                body = rest_of(2);
-                if body.to_ascii_uppercase().starts_with("CHARACTERISTICS") {
-                    return Some(Ok(Command::SetTransaction));
-                }
-                if second == "SESSION" && body.to_ascii_uppercase().starts_with("AUTHORIZATION") {
-                    return Some(Err(error(
-                        "0A000",
-                        "SET SESSION AUTHORIZATION is not supported by pleroma serve",
-                    )));
-                }
+        // `SET NAMES` alone asks the default encoding.
+        [names] if names.is("NAMES") => to("client_encoding", "default".into()),
+        [names, v] if names.is("NAMES") => to("client_encoding", var_value(&[*v])?),
+        _ => {
+            let at = t.iter().position(|x| is_punct(x, "=") || x.is("TO"))?;
+            let name = var_name(&t[..at])?;
+            Some(Ok(Command::Set(name, var_list(&t[at + 1..])?)))
+        }
+    }
+}
+
+/// The setting SHOW and RESET name (`None` for ALL); `None` for a syntax
+/// error.
+fn target(t: &[Token<'_>]) -> Option<Option<String>> {
+    let name = |n: &str| Some(Some(n.to_owned()));
+    match t {
+        [all] if all.is("ALL") => Some(None),
+        [a, b] if a.is("TIME") && b.is("ZONE") => name("timezone"),
+        [a, b, c] if a.is("TRANSACTION") && b.is("ISOLATION") && c.is("LEVEL") => {
+            name("transaction_isolation")
+        }
+        [a, b] if a.is("SESSION") && b.is("AUTHORIZATION") => name("session_authorization"),
+        _ => var_name(t).map(Some),
+    }
+}
+
+/// A setting's name, lowercased: a word or a quoted name, or several
+/// joined by dots (`app.user_id`).
+fn var_name(t: &[Token<'_>]) -> Option<String> {
+    if t.len().is_multiple_of(2) {
+        return None;
+    }
+    let mut name = String::new();
+    for (i, tok) in t.iter().enumerate() {
+        if i % 2 == 1 {
+            if !is_punct(tok, ".") {
+                return None;
             }
-            if second == "TRANSACTION" {
-                return Some(Ok(Command::SetTransaction));
-            }
-            let upper = body.to_ascii_uppercase();
-            if upper.starts_with("TIME ZONE") {
-                let v = body[9..].trim();
-                return Some(Ok(Command::Set("timezone".into(), unquote(v))));
-            }
-            if upper.starts_with("NAMES") {
-                let v = body[5..].trim();
-                return Some(Ok(Command::Set("client_encoding".into(), unquote(v))));
-            }
-            let (name, value) = match body.find(['=']) {
-                Some(i) => (&body[..i], &body[i + 1..]),
-                None => {
-                    let mut it = body.splitn(2, char::is_whitespace);
-                    let n = it.next().unwrap_or("");
-                    let rest = it.next().unwrap_or("").trim_start();
-                    let v = if rest.len() >= 2 && rest[..2].eq_ignore_ascii_case("TO") {
-                        &rest[2..]
-                    } else {
-                        return Some(Err(error(
-                            "42601",
-                            format!("syntax error in SET statement: {sql}"),
-                        )));
-                    };
-                    (n, v)
-                }
-            };
-            let name = unquote(name.trim()).to_ascii_lowercase();
-            let value = value.trim();
-            let quoted = value.len() >= 2
-                && value.starts_with('\'')
-                && value.ends_with('\'')
-                && !value[1..value.len() - 1].replace("''", "").contains('\'');
-            let value = if quoted {
-                unquote(value)
-            } else {
-                value
-                    .split(',')
-                    .map(|v| unquote(v.trim()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            if name.is_empty() {
-                return Some(Err(error("42601", format!("syntax error in SET: {sql}"))));
-            }
-            Some(Ok(Command::Set(name, value)))
+            name.push('.');
+        } else if matches!(tok.kind, Kind::Word | Kind::Quoted | Kind::String) {
+            name.push_str(&tok.value());
+        } else {
+            return None;
+        }
+    }
+    Some(name.to_ascii_lowercase())
+}
+
+/// `v1, v2, ...`: each value unquoted, joined by `", "`.
+fn var_list(t: &[Token<'_>]) -> Option<String> {
+    let values = t
+        .split(|x| is_punct(x, ","))
+        .map(var_value)
+        .collect::<Option<Vec<_>>>()?;
+    Some(values.join(", "))
+}
+
+/// One value: a word, a string or a quoted name (unquoted), a number
+/// with its sign.
+fn var_value(t: &[Token<'_>]) -> Option<String> {
+    match t {
+        [v] if matches!(
+            v.kind,
+            Kind::Word | Kind::Quoted | Kind::String | Kind::Number
+        ) =>
+        {
+            Some(v.value().into_owned())
+        }
+        [sign, n] if (is_punct(sign, "-") || is_punct(sign, "+")) && n.kind == Kind::Number => {
+            Some(format!("{}{}", sign.text, n.text))
         }
         _ => None,
     }
 }
 
-fn unquote(s: &str) -> String {
-    let s = s.trim();
-    if s.len() >= 2
-        && ((s.starts_with('\'') && s.ends_with('\'')) || (s.starts_with('"') && s.ends_with('"')))
-    {
-        s[1..s.len() - 1].replace("''", "'")
-    } else {
-        s.to_owned()
+/// What `SET TIME ZONE` takes: a value, `LOCAL` or `DEFAULT` (the default
+/// zone), or `INTERVAL ...` (kept as written).
+fn zone_value(t: &[Token<'_>], sql: &str) -> Option<String> {
+    match t {
+        [w] if w.is("LOCAL") || w.is("DEFAULT") => Some("default".into()),
+        [i, .., last] if i.is("INTERVAL") => {
+            Some(sql[i.start..last.start + last.text.len()].to_owned())
+        }
+        _ => var_value(t),
     }
+}
+
+fn is_punct(t: &Token<'_>, p: &str) -> bool {
+    t.kind == Kind::Punct && t.text == p
 }
 
 #[cfg(test)]
@@ -312,5 +339,143 @@ mod tests {
         };
         assert_eq!(s.run(cmd).err().unwrap().code, "55P02");
         assert!(parse("SELECT 1").is_none());
+    }
+
+    /// What `parse` makes of a statement: a command, an error's SQLSTATE,
+    /// or not a settings statement at all.
+    #[derive(Debug, PartialEq)]
+    enum Parsed {
+        Is(Command),
+        Error(&'static str),
+        Other,
+    }
+
+    fn set(name: &str, value: &str) -> Parsed {
+        Parsed::Is(Command::Set(name.into(), value.into()))
+    }
+
+    #[test]
+    fn statements_parse_as_postgresql_reads_them() {
+        use Parsed::{Error, Is, Other};
+        let show = |n: &str| Is(Command::Show(Some(n.into())));
+        let reset = |n: &str| Is(Command::Reset(Some(n.into())));
+        let cases: Vec<(&str, Parsed)> = vec![
+            // What the hand scanner read, read the same way.
+            ("SET DateStyle = 'ISO, DMY'", set("datestyle", "ISO, DMY")),
+            (
+                "set extra_float_digits to 3",
+                set("extra_float_digits", "3"),
+            ),
+            ("SET x TO v", set("x", "v")),
+            ("SET x = v;", set("x", "v")),
+            ("  SET x=v ; ;", set("x", "v")),
+            ("SET x='v'", set("x", "v")),
+            ("SET statement_timeout = -1", set("statement_timeout", "-1")),
+            ("SET x = +1.5", set("x", "+1.5")),
+            ("SET x TO DEFAULT", set("x", "DEFAULT")),
+            (
+                "SET application_name = 'it''s'",
+                set("application_name", "it's"),
+            ),
+            ("SET search_path TO a, b", set("search_path", "a, b")),
+            (
+                "SET search_path TO \"$user\", public",
+                set("search_path", "$user, public"),
+            ),
+            ("SET search_path = 'a', 'b'", set("search_path", "a, b")),
+            ("SET \"DateStyle\" TO iso", set("datestyle", "iso")),
+            ("SET app.user = 'x'", set("app.user", "x")),
+            ("SET SESSION search_path TO x", set("search_path", "x")),
+            ("SET LOCAL search_path = x", set("search_path", "x")),
+            (
+                "SET TIME ZONE 'Europe/Paris'",
+                set("timezone", "Europe/Paris"),
+            ),
+            (
+                "SET SESSION TIME ZONE 'Europe/Paris'",
+                set("timezone", "Europe/Paris"),
+            ),
+            ("SET TIME ZONE UTC", set("timezone", "UTC")),
+            ("SET TIME ZONE -8", set("timezone", "-8")),
+            ("SET NAMES 'UTF8'", set("client_encoding", "UTF8")),
+            ("SET NAMES utf8", set("client_encoding", "utf8")),
+            (
+                "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+                Is(Command::SetTransaction),
+            ),
+            (
+                "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED",
+                Is(Command::SetTransaction),
+            ),
+            ("SET SESSION AUTHORIZATION bob", Error("0A000")),
+            ("SHOW ALL", Is(Command::Show(None))),
+            ("show all;", Is(Command::Show(None))),
+            ("SHOW DateStyle", show("datestyle")),
+            ("SHOW \"DateStyle\"", show("datestyle")),
+            ("SHOW \"all\"", show("all")),
+            ("SHOW app.user", show("app.user")),
+            ("RESET ALL", Is(Command::Reset(None))),
+            ("RESET datestyle", reset("datestyle")),
+            ("RESET \"TimeZone\"", reset("timezone")),
+            ("SET x", Error("42601")),
+            ("SET x y", Error("42601")),
+            ("SET = 1", Error("42601")),
+            ("SELECT 1", Other),
+            ("UPDATE t SET a = 1", Other),
+            ("", Other),
+            ("\"SET\" x = 1", Other),
+            // Where the hand scanner was wrong.
+            ("SET /* c */ search_path TO x", set("search_path", "x")),
+            ("SET search_path /* c */ = x -- c", set("search_path", "x")),
+            ("/* first */ SET x = 1", set("x", "1")),
+            ("SHOW -- c\n work_mem", show("work_mem")),
+            ("SHOW /* c */ ALL", Is(Command::Show(None))),
+            ("RESET -- c\n ALL", Is(Command::Reset(None))),
+            ("SET TIME ZONE'UTC'", set("timezone", "UTC")),
+            ("SET TIME\n  ZONE 'UTC'", set("timezone", "UTC")),
+            ("SET TIME ZONE LOCAL", set("timezone", "default")),
+            ("SET TIME ZONE DEFAULT", set("timezone", "default")),
+            (
+                "SET TIME ZONE INTERVAL '+05:30' HOUR TO MINUTE",
+                set("timezone", "INTERVAL '+05:30' HOUR TO MINUTE"),
+            ),
+            ("SET x TO 'a=b'", set("x", "a=b")),
+            ("SET x = 'a=b'", set("x", "a=b")),
+            ("SET \"a=b\" = 1", set("a=b", "1")),
+            ("SET x TO'v'", set("x", "v")),
+            ("SET x = 'a,b', c", set("x", "a,b, c")),
+            ("SET x = 'it''s, here'", set("x", "it's, here")),
+            ("SET NAMES", set("client_encoding", "default")),
+            ("SET NAMESPACE = x", set("namespace", "x")),
+            ("SET x TOP", Error("42601")),
+            ("SET x TO", Error("42601")),
+            ("SET x = a b", Error("42601")),
+            ("SET x = a,, b", Error("42601")),
+            ("SET x = 1; SELECT 2", Error("42601")),
+            (
+                "SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+                Is(Command::SetTransaction),
+            ),
+            ("SHOW TIME ZONE", show("timezone")),
+            (
+                "SHOW TRANSACTION ISOLATION LEVEL",
+                show("transaction_isolation"),
+            ),
+            ("SHOW", Error("42601")),
+            ("SHOW a b", Error("42601")),
+            ("RESET", Error("42601")),
+        ];
+        for (sql, want) in cases {
+            let got = match parse(sql) {
+                None => Other,
+                Some(Ok(cmd)) => Is(cmd),
+                Some(Err(e)) => Error(match e.code.as_str() {
+                    "42601" => "42601",
+                    "0A000" => "0A000",
+                    other => panic!("{sql}: unexpected code {other}"),
+                }),
+            };
+            assert_eq!(got, want, "{sql:?}");
+        }
     }
 }

@@ -95,6 +95,8 @@ pub struct Connection {
     guard: Arc<persist::Guard>,
     /// See [`Connection::changes`].
     last_changes: u64,
+    /// See [`Connection::rows_before_error`].
+    stepped: Option<Rows>,
 }
 
 /// Longest a read waits for another connection's publish of a commit it
@@ -160,6 +162,7 @@ impl Connection {
             persisted: Persisted::new(persist_on, guard.clone()),
             guard,
             last_changes: 0,
+            stepped: None,
             database,
             _member: member,
         };
@@ -204,6 +207,15 @@ impl Connection {
     /// (the benchmarks measure the rules' own cost this way).
     pub fn clear_memo(&mut self) {
         self.memo.clear();
+    }
+
+    /// The rows SQLite stepped out of the last statement before it failed
+    /// while running (the `sqlite3` shell prints them before the error):
+    /// `Some` only when that statement's [`Connection::query`] returned
+    /// SQLite's error from a step; `None` after one that succeeded, failed
+    /// before it ran, or was answered by Pleroma.
+    pub fn rows_before_error(&self) -> Option<&Rows> {
+        self.stepped.as_ref()
     }
 
     /// Rows changed by the most recent INSERT, UPDATE or DELETE the user
@@ -305,6 +317,7 @@ impl Connection {
 
     /// The one path every statement takes.
     fn run(&mut self, sql: &str, params: &[Value], want_rows: bool) -> Result<(Rows, usize)> {
+        self.stepped = None;
         let facts = self.facts.get(sql);
         // SQLite sets `count_changes` when it compiles the PRAGMA (an
         // EXPLAIN of one too), not when it runs it.
@@ -391,14 +404,16 @@ impl Drop for AllowGuard {
     }
 }
 
-/// Run one statement on SQLite and collect its rows.
+/// Run one statement on SQLite and collect its rows; if a step fails,
+/// `stepped` gets the rows before it ([`Connection::rows_before_error`]).
 fn exec(
     db: &rusqlite::Connection,
     sql: &str,
     params: &[Value],
     want_rows: bool,
+    stepped: &mut Option<Rows>,
 ) -> rusqlite::Result<(Rows, usize)> {
-    exec_seen(db, sql, params, want_rows, &mut None)
+    exec_seen(db, sql, params, want_rows, &mut None, stepped)
 }
 
 /// [`exec`], and once the statement prepared, `readonly` says whether the
@@ -410,9 +425,11 @@ fn exec_seen(
     params: &[Value],
     want_rows: bool,
     readonly: &mut Option<bool>,
+    stepped: &mut Option<Rows>,
 ) -> rusqlite::Result<(Rows, usize)> {
+    *stepped = None;
     let mut stmt = db.prepare_cached(sql)?;
-    let r = run_prepared(db, &mut stmt, params, want_rows);
+    let r = run_prepared(db, &mut stmt, params, want_rows, stepped);
     *readonly = Some(stmt.readonly());
     r
 }
@@ -422,6 +439,7 @@ fn run_prepared(
     stmt: &mut rusqlite::CachedStatement<'_>,
     params: &[Value],
     want_rows: bool,
+    stepped: &mut Option<Rows>,
 ) -> rusqlite::Result<(Rows, usize)> {
     let params = rusqlite::params_from_iter(params.iter());
     if stmt.column_count() == 0 {
@@ -436,7 +454,21 @@ fn run_prepared(
     let stale: Option<Vec<String>> = crate::mutation::active(Mutation::ColumnsBeforeStep)
         .then(|| stmt.column_names().map(str::to_owned).collect());
     let mut rows = stmt.query(params)?;
-    while let Some(row) = rows.next()? {
+    loop {
+        let row = match rows.next() {
+            Ok(Some(row)) => row,
+            Ok(None) => break,
+            Err(e) => {
+                drop(rows);
+                if want_rows {
+                    out.columns = stale
+                        .unwrap_or_else(|| stmt.column_names().map(str::to_owned).collect())
+                        .into();
+                    *stepped = Some(out);
+                }
+                return Err(e);
+            }
+        };
         if want_rows {
             let n = stale.as_ref().map_or(row.as_ref().column_count(), Vec::len);
             let mut r = Vec::with_capacity(n);

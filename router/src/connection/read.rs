@@ -53,7 +53,14 @@ impl Connection {
                 return self.run_engine(sql, params, want_rows, facts);
             }
             let mut readonly = None;
-            let r = exec_seen(&self.db, sql, params, want_rows, &mut readonly);
+            let r = exec_seen(
+                &self.db,
+                sql,
+                params,
+                want_rows,
+                &mut readonly,
+                &mut self.stepped,
+            );
             self.note_changes(facts, readonly);
             if facts.kind.is_schema_change() {
                 self.forget_plans();
@@ -77,7 +84,7 @@ impl Connection {
         match self.try_plane(sql, params, synced)? {
             Attempt::Served(rows) => Ok((rows, 0)),
             // A read-only SELECT: nothing to keep track of.
-            Attempt::ReadOnly => Ok(exec(&self.db, sql, params, want_rows)?),
+            Attempt::ReadOnly => Ok(exec(&self.db, sql, params, want_rows, &mut self.stepped)?),
             Attempt::Other => self.run_engine(sql, params, want_rows, facts),
         }
     }
@@ -110,7 +117,7 @@ impl Connection {
             }
         }
         self.set_engine_route(WHY);
-        Ok(exec(&self.db, sql, params, want_rows)?)
+        Ok(exec(&self.db, sql, params, want_rows, &mut self.stepped)?)
     }
 
     /// Try to answer from a plane; otherwise say how SQLite should run it

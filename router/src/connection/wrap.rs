@@ -134,7 +134,14 @@ impl Connection {
             // statement cannot write either, and fails as it does in plain
             // SQLite (which also sets `changes()` to 0 then).
             let mut readonly = None;
-            let r = exec_seen(&self.db, sql, params, want_rows, &mut readonly);
+            let r = exec_seen(
+                &self.db,
+                sql,
+                params,
+                want_rows,
+                &mut readonly,
+                &mut self.stepped,
+            );
             self.note_changes(facts, readonly);
             return Ok(r?);
         }
@@ -179,7 +186,14 @@ impl Connection {
         }
         self.lock().begin_statement(true);
         let mut readonly = None;
-        let result = exec_seen(&self.db, sql, params, want_rows, &mut readonly);
+        let result = exec_seen(
+            &self.db,
+            sql,
+            params,
+            want_rows,
+            &mut readonly,
+            &mut self.stepped,
+        );
         // The statement's own rows (`changes()`): what plain SQLite takes
         // out of `total_changes()` when its autocommit fails at the commit.
         // Its triggers' and foreign-key actions' rows stay counted there

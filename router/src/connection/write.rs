@@ -127,7 +127,14 @@ impl Connection {
             self.publish_mutated();
         }
         let mut readonly = None;
-        let result = exec_seen(&self.db, sql, params, want_rows, &mut readonly);
+        let result = exec_seen(
+            &self.db,
+            sql,
+            params,
+            want_rows,
+            &mut readonly,
+            &mut self.stepped,
+        );
         self.note_changes(facts, readonly);
         if let Some(schema) = vacuum_of
             .as_deref()
