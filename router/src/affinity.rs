@@ -213,6 +213,55 @@ fn int_real_cmp(i: i64, r: f64) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Columns of every affinity, ordinary and STRICT (`ANY`).
+    const DECLS: &[(&str, bool)] = &[
+        ("INTEGER", false),
+        ("TEXT", false),
+        ("", false),
+        ("BLOB", false),
+        ("REAL", false),
+        ("NUMERIC", false),
+        ("INT", true),
+        ("TEXT", true),
+        ("ANY", true),
+    ];
+
+    fn value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<i64>().prop_map(Value::Integer),
+            (-1000i64..1000).prop_map(Value::Integer),
+            any::<f64>().prop_map(Value::Real),
+            (-100i32..100).prop_map(|i| Value::Real(f64::from(i) / 4.0)),
+            "[ +\\-0-9.eExXa\t]{0,8}".prop_map(Value::Text),
+            any::<i64>().prop_map(|i| Value::Text(i.to_string())),
+            prop::collection::vec(any::<u8>(), 0..4).prop_map(Value::Blob),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// Whatever `stored` is sure of is what SQLite stores (and reads
+        /// back) for that value bound to an INSERT.
+        #[test]
+        fn stored_is_what_sqlite_stores(v in value(), d in 0..DECLS.len()) {
+            let (decl, strict) = DECLS[d];
+            let db = rusqlite::Connection::open_in_memory().unwrap();
+            let table = format!("CREATE TABLE x(c {decl}){}", if strict { " STRICT" } else { "" });
+            db.execute_batch(&table).unwrap();
+            let inserted = db.execute("INSERT INTO x VALUES (?1)", [&v]);
+            if let (Ok(_), Some(want)) = (inserted, stored(Affinity::of_column(decl, strict), &v)) {
+                let got: Value = db.query_row("SELECT c FROM x", [], |r| r.get(0)).unwrap();
+                let same = match (&got, &*want) {
+                    (Value::Real(a), Value::Real(b)) => a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                    (a, b) => a == b,
+                };
+                prop_assert!(same, "{v:?} into {decl} (strict {strict}): SQLite stored {got:?}, stored() said {want:?}");
+            }
+        }
+    }
 
     #[test]
     fn affinity_follows_the_declared_type_rules() {

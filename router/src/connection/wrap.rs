@@ -342,6 +342,19 @@ impl Connection {
         if crate::mutation::active(Mutation::GuardsKeptInTxn) {
             return Ok(false);
         }
+        // Kept per text until the transaction ends, a schema statement, a
+        // PRAGMA or a ROLLBACK TO (each clears it). The first run of a text
+        // that writes main took main's lock, so a later one needs nothing
+        // of what comes before the answer either.
+        if let Some(m) = self.txn.guards_matter.get(sql) {
+            return Ok(*m);
+        }
+        let m = self.guards_matter_now(sql)?;
+        self.txn.guards_matter.insert(sql.to_owned(), m);
+        Ok(m)
+    }
+
+    fn guards_matter_now(&mut self, sql: &str) -> Result<bool> {
         // A read-only statement (SQLite's own word; the statement is cached
         // for the run that follows) writes no guarded table.
         if self.db.prepare_cached(sql).is_ok_and(|s| s.readonly()) {
@@ -382,18 +395,13 @@ impl Connection {
         if unhalted.vtabs() && !crate::mutation::active(Mutation::GuardsLateWithVtabs) {
             return Ok(true);
         }
-        if let Some(m) = self.txn.guards_matter.get(sql) {
-            return Ok(*m);
-        }
         let guarded = self.planed_tables();
-        let m = match self.write_set(sql)? {
+        Ok(match self.write_set(sql)? {
             Some(writes) => {
                 crate::txn_guards::guards_matter(&self.db, &writes, &guarded, unhalted)?
             }
             None => false,
-        };
-        self.txn.guards_matter.insert(sql.to_owned(), m);
-        Ok(m)
+        })
     }
 
     /// The tables `sql` writes (`txn_guards::writes`), asked once per text.
