@@ -95,7 +95,7 @@ type Registry = Vec<(FileKey, Weak<Database>)>;
 static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(|| Mutex::new(Vec::new()));
 
 impl Database {
-    fn new() -> Database {
+    pub(crate) fn new() -> Database {
         Database {
             history: ArcSwap::from_pointee(Vec::new()),
             publishing: Mutex::new(()),

@@ -103,6 +103,10 @@ pub struct Connection {
 /// already sees, before SQLite answers it instead.
 const PUBLISH_WAIT: std::time::Duration = std::time::Duration::from_millis(2);
 
+/// The same with persisted planes, after which the read follows the
+/// commit's state rows itself (a delta of the cells it changed).
+const PUBLISH_WAIT_LOGGED: std::time::Duration = std::time::Duration::from_micros(200);
+
 /// How many answers the memo keeps.
 const MEMO_CAPACITY: usize = 256;
 
