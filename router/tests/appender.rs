@@ -345,3 +345,24 @@ fn rows_sqlite_does_not_store_are_not_planed() {
     f.same();
     f.reopen();
 }
+
+/// Found from outside: a NULL into a `NOT NULL ON CONFLICT REPLACE` column
+/// with a DEFAULT is stored as the default; the plane must hold the default
+/// too (dimension and measure).
+#[test]
+fn a_null_that_sqlite_replaces_by_the_default_is_planed_as_the_default() {
+    let mut f = files(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, d1 INTEGER NOT NULL ON CONFLICT REPLACE DEFAULT 7, \
+         d2 TEXT NOT NULL ON CONFLICT REPLACE DEFAULT 'dflt', d3, \
+         m INTEGER NOT NULL ON CONFLICT REPLACE DEFAULT 42);",
+    );
+    let cols = ["d1", "d2", "d3", "m"];
+    let rows = vec![
+        vec![Value::Null, t("a"), int(1), int(1)],
+        vec![int(2), Value::Null, int(1), Value::Null],
+        vec![int(2), t("b"), Value::Null, int(3)],
+    ];
+    assert!(f.both(&cols, &rows));
+    f.same();
+    f.reopen();
+}

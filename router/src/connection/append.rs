@@ -76,11 +76,10 @@ const SAVEPOINT: &str = "pleroma_appender";
 /// How the fast path writes and feeds one table, read under the write lock.
 struct Plan {
     /// The plane columns of the table (table column index), and for each
-    /// the appended position, affinity and whether it is in the primary
-    /// key; `None`: not appended (its default is SQLite's business), so the
-    /// hook reads the row.
+    /// how the appender sets it; `None`: not appended (its default is
+    /// SQLite's business), so the hook reads the row.
     plane_cols: Vec<i32>,
-    given: Vec<Option<(usize, Affinity, bool)>>,
+    given: Vec<Option<Given>>,
     /// For each table column, its place in `plane_cols` (`usize::MAX`:
     /// none).
     slot: Vec<usize>,
@@ -198,7 +197,12 @@ impl Connection {
                     .iter()
                     .position(|n| n.eq_ignore_ascii_case(&k.name))
                     .filter(|_| k.hidden == 0)
-                    .map(|p| (p, Affinity::of_column(&k.decl, strict), k.pk)),
+                    .map(|pos| Given {
+                        pos,
+                        aff: Affinity::of_column(&k.decl, strict),
+                        pk: k.pk,
+                        not_null: k.not_null,
+                    }),
             );
         }
         let mut slot = vec![usize::MAX; known.len()];
@@ -225,10 +229,11 @@ impl Connection {
         let mut sure = !plan.plane_cols.is_empty();
         for g in &plan.given {
             let v = match *g {
-                // A key column that is not an integer may be the rowid's
-                // alias, which SQLite fills in.
-                Some((p, _, true)) if !matches!(row[p], Value::Integer(_)) => None,
-                Some((p, aff, _)) => affinity::stored(aff, &row[p]),
+                // SQLite decides what a NULL into a NOT NULL column, or
+                // anything but an integer into a key column, becomes.
+                Some(g) if g.pk && !matches!(row[g.pos], Value::Integer(_)) => None,
+                Some(g) if g.not_null && matches!(row[g.pos], Value::Null) => None,
+                Some(g) => affinity::stored(g.aff, &row[g.pos]),
                 None => None,
             };
             match v {
@@ -431,24 +436,42 @@ impl Drop for Appender<'_> {
     }
 }
 
+/// A plane column the appender sets.
+#[derive(Clone, Copy)]
+struct Given {
+    /// Its place in the appended row.
+    pos: usize,
+    aff: Affinity,
+    /// In the primary key: a value that is no integer may be the rowid's
+    /// alias, which SQLite fills in.
+    pk: bool,
+    /// NOT NULL: a NULL fails, or (`ON CONFLICT REPLACE`) becomes the
+    /// column's default.
+    not_null: bool,
+}
+
 /// A column of a table as `PRAGMA table_xinfo` gives it.
 struct Column {
     name: String,
     decl: String,
     pk: bool,
+    not_null: bool,
     /// 0: ordinary; 1: hidden; 2, 3: generated.
     hidden: i64,
 }
 
 fn table_columns(db: &rusqlite::Connection, table: &str) -> Result<Vec<Column>> {
     let cols: Vec<Column> = db
-        .prepare_cached("SELECT name, type, pk, hidden FROM pragma_table_xinfo(?1, 'main')")?
+        .prepare_cached(
+            "SELECT name, type, pk, hidden, \"notnull\" FROM pragma_table_xinfo(?1, 'main')",
+        )?
         .query_map([table], |r| {
             Ok(Column {
                 name: r.get(0)?,
                 decl: r.get(1)?,
                 pk: r.get::<_, i64>(2)? > 0,
                 hidden: r.get(3)?,
+                not_null: r.get::<_, i64>(4)? != 0,
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
