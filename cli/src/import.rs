@@ -48,24 +48,45 @@ pub(crate) fn load(conn: &mut Connection, table: &str, file: &Path) -> Result<u6
     };
     File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
     // The write lock first: the appender then feeds the planes from the
-    // values (`Connection::appender`).
-    conn.execute("BEGIN IMMEDIATE", &[])?;
+    // values (`Connection::appender`). Inside the connection's open
+    // transaction (the shell's `.import` after a `BEGIN`): a savepoint of it.
+    let inside = !conn.sqlite().is_autocommit();
+    if inside {
+        conn.savepoint(SAVEPOINT)?;
+    } else {
+        conn.execute("BEGIN IMMEDIATE", &[])?;
+    }
     let loaded = if parquet {
         load_parquet(conn, table, file)
     } else {
         load_csv(conn, table, file)
     };
-    match loaded.and_then(|n| conn.commit().map(|()| n).map_err(Into::into)) {
+    let end = |conn: &mut Connection| {
+        if inside {
+            conn.release(SAVEPOINT)
+        } else {
+            conn.commit()
+        }
+    };
+    match loaded.and_then(|n| end(conn).map(|()| n).map_err(Into::into)) {
         Ok(n) => Ok(n),
         Err(e) => {
             // The rollback also undoes a CREATE TABLE made for this import.
             if !conn.sqlite().is_autocommit() {
-                conn.rollback().context("rolling back the import")?;
+                if inside {
+                    conn.rollback_to(SAVEPOINT)
+                        .and_then(|()| conn.release(SAVEPOINT))
+                        .context("rolling back the import")?;
+                } else {
+                    conn.rollback().context("rolling back the import")?;
+                }
             }
             Err(e.context(format!("import into {table} failed; nothing was loaded")))
         }
     }
 }
+
+const SAVEPOINT: &str = "pleroma_import";
 
 /// What a CSV field becomes, by the target column's type affinity.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -167,6 +188,12 @@ fn prepare_target(
     schema: &Schema,
     new_kind: impl Fn(&Field) -> Kind,
 ) -> Result<(Vec<String>, Vec<Kind>)> {
+    if schema.fields().is_empty() {
+        bail!(
+            "{}: no columns (an empty file, or no header row)",
+            file.display()
+        );
+    }
     let existing = table_columns(conn, table)?;
     let mut names = Vec::new();
     let mut kinds = Vec::new();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{pleroma, sql_ok};
+use common::{pleroma, shell, sql_ok};
 
 #[test]
 fn a_value_of_the_wrong_type_names_the_line_and_loads_nothing() {
@@ -85,4 +85,53 @@ fn a_constraint_failure_names_the_line() {
         r.stderr
     );
     assert_eq!(sql_ok(&db, &["SELECT COUNT(*) FROM k"]), "0\n");
+}
+
+/// `.import` inside the shell's open transaction loads into a savepoint of
+/// it: the transaction's ROLLBACK takes the rows back with everything else,
+/// and a failed import takes back only its own rows.
+#[test]
+fn dot_import_inside_a_transaction_is_part_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, good, bad) = (
+        dir.path().join("t.db"),
+        dir.path().join("good.csv"),
+        dir.path().join("bad.csv"),
+    );
+    sql_ok(
+        &db,
+        &[
+            "CREATE TABLE inv(region TEXT, amount_cents INTEGER UNIQUE)",
+            "PRAGMA pleroma_attach('inv', 'region', 'amount_cents')",
+        ],
+    );
+    std::fs::write(&good, "region,amount_cents\nnorth,10\nsouth,20\n").unwrap();
+    std::fs::write(&bad, "region,amount_cents\neast,30\neast,10\n").unwrap();
+    let script = format!(
+        "BEGIN;\nINSERT INTO inv VALUES ('west', 5);\n.import {} inv\n.import {} inv\n\
+         SELECT region, SUM(amount_cents) FROM inv GROUP BY region ORDER BY region;\nCOMMIT;\n",
+        good.display(),
+        bad.display()
+    );
+    let r = shell(&db, &script);
+    assert!(
+        r.stderr.contains("UNIQUE constraint failed"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains("north|10\nsouth|20\nwest|5"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(
+        sql_ok(&db, &["SELECT COUNT(*), SUM(amount_cents) FROM inv"]).trim(),
+        "3|35"
+    );
+    let script = format!("BEGIN;\n.import {} inv\nROLLBACK;\n", good.display());
+    shell(&db, &script);
+    assert_eq!(
+        sql_ok(&db, &["SELECT COUNT(*), SUM(amount_cents) FROM inv"]).trim(),
+        "3|35"
+    );
 }
