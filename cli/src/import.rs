@@ -132,22 +132,26 @@ impl Kind {
     }
 
     fn parse(self, s: &str) -> Result<Value, String> {
-        let t = s.trim();
+        // The blanks SQLite itself skips around a number: ASCII only.
+        let t = s.trim_matches(|c: char| c.is_ascii_whitespace());
+        // `NaN` and `inf` read as floats in Rust, not in SQLite (a NaN
+        // bound as REAL would be stored as NULL).
+        let finite = |t: &str| t.parse::<f64>().ok().filter(|r| r.is_finite());
         match self {
             Kind::Text => Ok(Value::Text(s.to_owned())),
             Kind::Integer => t
                 .parse()
                 .map(Value::Integer)
                 .or_else(|_| bool_int(t).ok_or_else(|| format!("'{s}' is not an integer"))),
-            Kind::Real => t
-                .parse()
+            Kind::Real => finite(t)
                 .map(Value::Real)
-                .map_err(|_| format!("'{s}' is not a number")),
+                .ok_or_else(|| format!("'{s}' is not a number")),
             Kind::Any => Ok(t
                 .parse()
                 .map(Value::Integer)
-                .or_else(|_| t.parse().map(Value::Real))
-                .unwrap_or_else(|_| Value::Text(s.to_owned()))),
+                .ok()
+                .or_else(|| finite(t).map(Value::Real))
+                .unwrap_or_else(|| Value::Text(s.to_owned()))),
         }
     }
 }
@@ -438,5 +442,20 @@ mod tests {
         assert_eq!(Kind::Any.parse("4.5"), Ok(Value::Real(4.5)));
         assert_eq!(Kind::Any.parse("x"), Ok(Value::Text("x".into())));
         assert_eq!(Kind::Text.parse(" 7"), Ok(Value::Text(" 7".into())));
+        // Found from outside: what SQLite does not read as a number stays
+        // text (or fails a REAL column), not NaN (stored as NULL) or inf.
+        assert_eq!(Kind::Any.parse("NaN"), Ok(Value::Text("NaN".into())));
+        assert_eq!(Kind::Any.parse("inf"), Ok(Value::Text("inf".into())));
+        assert_eq!(Kind::Real.parse("NaN"), Err("'NaN' is not a number".into()));
+        // Only ASCII blanks around a number, as SQLite skips.
+        assert_eq!(Kind::Any.parse(" 7 "), Ok(Value::Integer(7)));
+        assert_eq!(
+            Kind::Any.parse("\u{a0}7"),
+            Ok(Value::Text("\u{a0}7".into()))
+        );
+        assert_eq!(
+            Kind::Integer.parse("\u{3000}7"),
+            Err("'\u{3000}7' is not an integer".into())
+        );
     }
 }
