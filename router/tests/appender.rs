@@ -129,7 +129,7 @@ fn t(s: &str) -> Value {
 /// Values whose stored form depends on the column's affinity (`reals`:
 /// also REALs, which a dimension holds only as INTEGER or TEXT).
 fn mixed(rng: &mut Rng, reals: &[f64]) -> Value {
-    if !reals.is_empty() && rng.next() % 8 == 0 {
+    if !reals.is_empty() && rng.next().is_multiple_of(8) {
         return Value::Real(rng.pick(reals));
     }
     rng.pick(&[

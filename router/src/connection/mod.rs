@@ -494,6 +494,29 @@ impl Connection {
     /// Pleroma writes anything of its own (a statement that changes no row,
     /// such as a SELECT, leaves it as it was, as in SQLite).
     /// `readonly`: what [`exec_seen`] said (`None`: it did not prepare).
+    /// Run the user's statement on SQLite (keeping the rows it stepped
+    /// before an error) and take its `changes()` as the user's; returns
+    /// the outcome and SQLite's `readonly` of the statement that ran.
+    fn exec_user(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        want_rows: bool,
+        facts: &Facts,
+    ) -> (rusqlite::Result<(Rows, usize)>, Option<bool>) {
+        let mut readonly = None;
+        let r = exec_seen(
+            &self.db,
+            sql,
+            params,
+            want_rows,
+            &mut readonly,
+            &mut self.stepped,
+        );
+        self.note_changes(facts, readonly);
+        (r, readonly)
+    }
+
     fn note_changes(&mut self, facts: &Facts, readonly: Option<bool>) {
         let writes = readonly == Some(false);
         // Only INSERT, UPDATE and DELETE (also under WITH) set SQLite's

@@ -52,16 +52,7 @@ impl Connection {
             if sharing || facts.vacuum_of.is_some() {
                 return self.run_engine(sql, params, want_rows, facts);
             }
-            let mut readonly = None;
-            let r = exec_seen(
-                &self.db,
-                sql,
-                params,
-                want_rows,
-                &mut readonly,
-                &mut self.stepped,
-            );
-            self.note_changes(facts, readonly);
+            let (r, _) = self.exec_user(sql, params, want_rows, facts);
             if facts.kind.is_schema_change() {
                 self.forget_plans();
             }

@@ -133,16 +133,7 @@ impl Connection {
             // A read-only connection (`query_only`, a read-only file): the
             // statement cannot write either, and fails as it does in plain
             // SQLite (which also sets `changes()` to 0 then).
-            let mut readonly = None;
-            let r = exec_seen(
-                &self.db,
-                sql,
-                params,
-                want_rows,
-                &mut readonly,
-                &mut self.stepped,
-            );
-            self.note_changes(facts, readonly);
+            let (r, _) = self.exec_user(sql, params, want_rows, facts);
             return Ok(r?);
         }
         self.lock().take_flags();
@@ -185,15 +176,7 @@ impl Connection {
             }
         }
         self.lock().begin_statement(true);
-        let mut readonly = None;
-        let result = exec_seen(
-            &self.db,
-            sql,
-            params,
-            want_rows,
-            &mut readonly,
-            &mut self.stepped,
-        );
+        let (result, readonly) = self.exec_user(sql, params, want_rows, facts);
         // The statement's own rows (`changes()`): what plain SQLite takes
         // out of `total_changes()` when its autocommit fails at the commit.
         // Its triggers' and foreign-key actions' rows stay counted there
@@ -203,7 +186,6 @@ impl Connection {
         } else {
             0
         };
-        self.note_changes(facts, readonly);
         let mut shared = planes::lock(&self.shared);
         let flags = shared.take_flags();
         if self.db.is_autocommit() {

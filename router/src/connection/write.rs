@@ -126,16 +126,7 @@ impl Connection {
         {
             self.publish_mutated();
         }
-        let mut readonly = None;
-        let result = exec_seen(
-            &self.db,
-            sql,
-            params,
-            want_rows,
-            &mut readonly,
-            &mut self.stepped,
-        );
-        self.note_changes(facts, readonly);
+        let (result, _) = self.exec_user(sql, params, want_rows, facts);
         if let Some(schema) = vacuum_of
             .as_deref()
             .filter(|_| result.is_ok() && !crate::mutation::active(Mutation::VacuumCountsOwnRows))
