@@ -366,3 +366,38 @@ fn a_null_that_sqlite_replaces_by_the_default_is_planed_as_the_default() {
     f.same();
     f.reopen();
 }
+
+/// In memory (no persisted planes) and with persistence turned off.
+#[test]
+fn without_persisted_planes() {
+    for setup in ["", "PRAGMA pleroma_persist = off;"] {
+        let mut p = Pair::new(
+            &format!(
+                "{setup} CREATE TABLE t(id INTEGER PRIMARY KEY, d1 INTEGER, d2 TEXT, m INTEGER);"
+            ),
+            "PRAGMA pleroma_attach('t', 'd1, d2', 'm')",
+        );
+        let rows: Vec<Vec<Value>> = (0..500)
+            .map(|i| vec![Value::Null, t(&(i % 5).to_string()), int(i % 3), int(i)])
+            .collect();
+        let mut a = p.pl.appender("t").unwrap();
+        for r in &rows {
+            a.append_row(r).unwrap();
+        }
+        assert_eq!(a.flush().unwrap(), 500);
+        drop(a);
+        let tx = p.sq.transaction().unwrap();
+        for r in &rows {
+            tx.execute(
+                "INSERT INTO t VALUES (?1, ?2, ?3, ?4)",
+                rusqlite::params_from_iter(r.iter()),
+            )
+            .unwrap();
+        }
+        tx.commit().unwrap();
+        p.served(
+            "SELECT d1, d2, COUNT(*), SUM(m), MIN(m), MAX(m) FROM t GROUP BY d1, d2",
+            &[],
+        );
+    }
+}
