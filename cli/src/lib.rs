@@ -7,6 +7,7 @@ mod dump;
 mod format;
 mod gather;
 mod import;
+mod param;
 mod session;
 mod shell;
 

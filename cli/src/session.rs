@@ -30,6 +30,8 @@ pub(crate) const HELP: &str = "\
 .nullvalue TEXT          Print TEXT in place of NULL
 .once FILE               Send the next command's output to FILE
 .output ?FILE?           Send output to FILE, or back to standard output
+.parameter CMD ...       Manage SQL parameter bindings: init, set NAME VALUE,
+                           unset NAME, list, clear
 .planes                  List the planes attached in this database
 .print TEXT...           Print TEXT
 .quit                    Exit (from a .read file: stop reading it)
@@ -165,7 +167,8 @@ impl Session {
         for range in statements(chunk) {
             let stmt = &chunk[range.clone()];
             let start = Instant::now();
-            let result = self.conn.query(stmt, &[]);
+            let params = crate::param::bindings(&self.conn, stmt);
+            let result = self.conn.query(stmt, &params);
             let elapsed = start.elapsed();
             let ok = match &result {
                 Ok(rows) if is_query_plan(stmt) => {
@@ -392,6 +395,15 @@ impl Session {
                     Err(e) => error(crate::format::message(&e)),
                 }
             }
+            ("parameter", words) => match crate::param::command(&mut self.conn, words, out)? {
+                // sqlite3 prints this error on its output.
+                Some(line) => {
+                    writeln!(out, "{line}")?;
+                    self.errors += 1;
+                    Ok(())
+                }
+                None => Ok(()),
+            },
             ("stats", []) => {
                 let c = self.conn.counters();
                 writeln!(out, "served by a plane: {}", c.served)?;
@@ -722,6 +734,7 @@ fn command(typed: &str) -> &str {
         ("nullvalue", 1),
         ("once", 2),
         ("output", 1),
+        ("parameter", 3),
         ("planes", 6),
         ("print", 3),
         ("quit", 1),
