@@ -2,10 +2,11 @@
 //! drop) in one transaction, with the table's planes fed from the values
 //! themselves instead of the pre-update hook reading every row back.
 //!
-//! Why it is exact (`docs/design.md`, "The appender"):
-//! - it takes the write lock first (`BEGIN IMMEDIATE`) and then follows any
-//!   commit made before it (`catch_up_under_lock`); if the planes are still
-//!   not current, every row goes through the router instead;
+//! Why it is exact (`docs/design.md`, "Router invariants", the appender):
+//! - it takes the write lock first (`BEGIN IMMEDIATE`, then follows any
+//!   commit made before it with `catch_up_under_lock`; inside the user's
+//!   transaction, a savepoint, only once that holds the lock); if the planes
+//!   are still not current, every row goes through the router instead;
 //! - a row is fed just before SQLite stores it (where the hook would have
 //!   fed it), with the value SQLite stores for it (`affinity::stored`), and
 //!   taken back out if SQLite stored nothing (`changes()` is 0: an IGNORE
