@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{pleroma, require_sqlite3, run, shell};
+use common::{assert_same_run, pleroma, require_sqlite3, run, shell};
 
 const SETUP: &str = "\
 CREATE TABLE t(id INTEGER PRIMARY KEY, region TEXT, qty INTEGER, price REAL, note);
@@ -64,9 +64,7 @@ fn shell_output_matches_sqlite3() {
     let script = format!("{SETUP}{QUERIES}");
     let want = run("sqlite3", &[a.to_str().unwrap()], &script);
     let got = shell(&b, &script);
-    assert_eq!(got.stdout, want.stdout, "standard output differs");
-    assert_eq!(got.stderr, want.stderr, "standard error differs");
-    assert_eq!(got.code, want.code, "exit code differs");
+    assert_same_run(&got, &want);
     assert_eq!(got.code, Some(1), "errors in a script make the exit code 1");
 }
 
@@ -91,9 +89,7 @@ SELECT region, SUM(qty) FROM t GROUP BY region ORDER BY region;
 ";
     let want = run("sqlite3", &[a.to_str().unwrap()], queries);
     let got = shell(&b, queries);
-    assert_eq!(got.stdout, want.stdout, "standard output differs");
-    assert_eq!(got.stderr, want.stderr, "standard error differs");
-    assert_eq!(got.code, want.code);
+    assert_same_run(&got, &want);
     // And the plane did answer: the first query again, then the counters.
     let first = queries.lines().next().unwrap();
     let r = shell(&b, &format!("{first}\n.stats\n"));
@@ -153,9 +149,7 @@ SELECT 'after the errors';
     }
     let want = run("sqlite3", &[a.to_str().unwrap()], &script);
     let got = shell(&b, &script);
-    assert_eq!(got.stdout, want.stdout, "standard output differs");
-    assert_eq!(got.stderr, want.stderr, "standard error differs");
-    assert_eq!(got.code, want.code, "exit code differs");
+    assert_same_run(&got, &want);
     // The rows were printed, each error after them.
     assert!(
         want.stdout.contains("1|row 1\n2|row 2\n3|row 3\n"),

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{require_sqlite3, run, shell};
+use common::{assert_same_run, require_sqlite3, run, shell};
 
 const SETUP: &str = "\
 CREATE TABLE t(id INTEGER PRIMARY KEY, region TEXT, qty INTEGER);
@@ -71,9 +71,7 @@ fn parameters_match_sqlite3() {
     let script = format!("{SETUP}{SCRIPT}");
     let want = run("sqlite3", &[a.to_str().unwrap()], &script);
     let got = shell(&b, &script);
-    assert_eq!(got.stdout, want.stdout, "standard output differs");
-    assert_eq!(got.stderr, want.stderr, "standard error differs");
-    assert_eq!(got.code, want.code, "exit code differs");
+    assert_same_run(&got, &want);
     // What the script checks did happen in sqlite3: bound by name, the
     // list aligned, the usage printed.
     assert!(
@@ -117,9 +115,7 @@ SELECT COUNT(*), SUM(qty) FROM t WHERE region <> :r;
 ";
     let want = run("sqlite3", &[a.to_str().unwrap()], script);
     let got = shell(&b, script);
-    assert_eq!(got.stdout, want.stdout, "standard output differs");
-    assert_eq!(got.stderr, want.stderr, "standard error differs");
-    assert_eq!(got.code, want.code, "exit code differs");
+    assert_same_run(&got, &want);
     assert_eq!(want.stdout, "2|10\nnorth|10\nsouth|4\n0|\n2|5\n");
     // The plane answered them all, with the values bound.
     let r = shell(&b, &format!("{script}.stats\n"));

@@ -85,3 +85,10 @@ pub fn require_sqlite3() {
          or run the README's test command, which does"
     );
 }
+
+/// `got` printed and exited exactly as `want` (the reference program).
+pub fn assert_same_run(got: &Ran, want: &Ran) {
+    assert_eq!(got.stdout, want.stdout, "standard output differs");
+    assert_eq!(got.stderr, want.stderr, "standard error differs");
+    assert_eq!(got.code, want.code, "exit code differs");
+}
