@@ -40,7 +40,8 @@ fn on_change(p: &mut Planes, ev: &Event<'_>) {
         ev.new_value(c)
             .ok_or_else(|| rusqlite::Error::InvalidColumnIndex(c as usize))
     };
-    let counted = matches!(ev.op, Op::Insert | Op::Update) && ev.depth() == 0;
+    // Asked only for a row of a planed table.
+    let counted = || matches!(ev.op, Op::Insert | Op::Update) && ev.depth() == 0;
     feed_table(p, ev.table, ev.op, counted, old, new);
 }
 
@@ -54,9 +55,9 @@ pub(crate) fn feed_insert<'a>(
     row: impl Fn(i32) -> rusqlite::Result<ValueRef<'a>> + Copy,
 ) {
     if weight > 0 {
-        feed_table(p, table.as_bytes(), Op::Insert, true, none, row);
+        feed_table(p, table.as_bytes(), Op::Insert, || true, none, row);
     } else {
-        feed_table(p, table.as_bytes(), Op::Delete, false, row, none);
+        feed_table(p, table.as_bytes(), Op::Delete, || false, row, none);
     }
 }
 
@@ -64,13 +65,13 @@ fn none<'a>(c: i32) -> rusqlite::Result<ValueRef<'a>> {
     Err(rusqlite::Error::InvalidColumnIndex(c as usize))
 }
 
-/// Feed one row change of `table` to every plane of it; `counted`: a row
-/// SQLite counts in `changes()`.
+/// Feed one row change of `table` to every plane of it; `counted`: whether
+/// it is a row SQLite counts in `changes()` (asked only when a plane took it).
 fn feed_table<'a, 'b>(
     p: &mut Planes,
     table: &[u8],
     op: Op,
-    counted: bool,
+    counted: impl Fn() -> bool,
     old: impl Fn(i32) -> rusqlite::Result<ValueRef<'a>> + Copy,
     new: impl Fn(i32) -> rusqlite::Result<ValueRef<'b>> + Copy,
 ) {
@@ -90,7 +91,7 @@ fn feed_table<'a, 'b>(
     }
     if hit {
         p.flags.events += 1;
-        if counted {
+        if counted() {
             p.flags.counted_row = true;
         }
         if !(dim_side && crate::mutation::active(Mutation::MemoNotInvalidated)) {
