@@ -358,8 +358,9 @@ impl Gen<'_> {
     fn block(&mut self) {
         match self
             .rng
-            .weighted(&[30, 22, 12, 10, 5, 4, 3, 2, 3, 3, 6, 5, 2, 6, 4, 4, 2, 4])
+            .weighted(&[30, 22, 12, 10, 5, 4, 3, 2, 3, 3, 6, 5, 2, 6, 4, 4, 2, 4, 5])
         {
+            18 => self.batch_in_txn(),
             17 => self.append(),
             16 => self.fts_in_txn(),
             15 => self.stored_in_txn(),
@@ -597,6 +598,89 @@ impl Gen<'_> {
             self.push(Step::Reopen);
             self.checks(1);
         }
+    }
+
+    /// A load inside a transaction, as a loader writes it: INSERTs (whose
+    /// rows the deferred append feed keeps pending), mixed with writes to
+    /// the rows just inserted (a value, a dimension, the rowid, DELETE,
+    /// REPLACE), failing writes, a savepoint rolled back or released, and
+    /// reads between them (which read the pending rows back).
+    fn batch_in_txn(&mut self) {
+        let open = self.rng.below(3);
+        if open != 1 {
+            self.exec("BEGIN".into());
+        }
+        if open != 0 {
+            self.exec("SAVEPOINT s".into());
+        }
+        let recent = "(SELECT max(id) FROM t)";
+        let mut inner = false;
+        for _ in 0..self.rng.range(3, 14) {
+            let w = match self.rng.weighted(&[12, 3, 3, 3, 2, 2, 2, 3, 3]) {
+                0 => self.insert_rows(1, None, None),
+                1 => {
+                    let (m, v) = self.measure_lit();
+                    let back = self.rng.range(0, 3);
+                    format!("UPDATE t SET {m} = {v} WHERE id >= {recent} - {back}")
+                }
+                2 => {
+                    let (d, v) = self.dim_lit();
+                    format!("UPDATE t SET {d} = {v} WHERE id = {recent}")
+                }
+                3 => {
+                    let back = self.rng.range(0, 2);
+                    format!("DELETE FROM t WHERE id >= {recent} - {back}")
+                }
+                4 => {
+                    let by = *self.rng.pick(&[1_000_000i64, -1_000_000, 1]);
+                    format!("UPDATE t SET id = id + {by} WHERE id = {recent}")
+                }
+                5 => {
+                    let cols = self.s.insert_columns();
+                    let row = self.s.row(&mut self.rng, None);
+                    let key = if self.rng.chance(0.5) {
+                        recent.to_string()
+                    } else {
+                        format!("{recent} - 1")
+                    };
+                    format!("REPLACE INTO t(id, {cols}) VALUES ({key}, {}", &row[1..])
+                }
+                6 => self.failing_write(),
+                7 => {
+                    inner = !inner;
+                    if inner {
+                        "SAVEPOINT d".into()
+                    } else if self.rng.chance(0.5) {
+                        "ROLLBACK TO d".into()
+                    } else {
+                        "RELEASE d".into()
+                    }
+                }
+                _ => {
+                    let n = if self.rng.chance(0.1) {
+                        self.rng.range(100, 600)
+                    } else {
+                        self.rng.range(2, 40)
+                    } as usize;
+                    self.insert_rows(n, None, None)
+                }
+            };
+            self.exec(w);
+            if self.rng.chance(0.25) {
+                self.checks(1);
+            }
+        }
+        let end = match (open, self.rng.chance(0.65)) {
+            (1, true) => "RELEASE s",
+            (_, true) => "COMMIT",
+            (2, false) if self.rng.chance(0.5) => "ROLLBACK TO s",
+            (_, false) => "ROLLBACK",
+        };
+        self.exec(end.into());
+        self.checks(2);
+        // A ROLLBACK TO leaves the transaction open; anything else ended it
+        // or leaves it for the next block's settle.
+        self.settle();
     }
 
     fn settle(&mut self) {
