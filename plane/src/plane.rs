@@ -10,7 +10,7 @@ use crate::layout::Layout;
 use crate::mem::{arc_bytes, arc_str_bytes, vec_bytes};
 use crate::slice::UnknownCells;
 use crate::state::PlaneConfig;
-use crate::state::State;
+use crate::state::{State, Touched};
 use crate::{
     Agg, Code, Dictionary, DimRef, DimValue, JointKey, MeasureValue, PlaneError, SliceQuery,
     SliceResult,
@@ -63,6 +63,7 @@ impl Plane {
             nonempty: 0,
             foreign: vec![0; m],
             fault: None,
+            touched: Touched::default(),
         };
         Plane {
             state: Arc::new(state),
@@ -275,6 +276,7 @@ impl Plane {
         if !foreign_ok {
             return Err(st.fail(PlaneError::NegativeCount));
         }
+        st.touch(key);
         let res = st.cells.update(key, |c, s| {
             let was = *c;
             apply_row(c, s, weight, measures).map(|()| (was, *c))
@@ -371,7 +373,9 @@ impl Plane {
         {
             return;
         }
-        Arc::make_mut(&mut self.state).cells.update(key, |_, cell| {
+        let st = Arc::make_mut(&mut self.state);
+        st.touch(key);
+        st.cells.update(key, |_, cell| {
             let mut s = cell.stat(m);
             if let Some(v) = min {
                 s.min = v;
@@ -441,6 +445,7 @@ impl Plane {
             st.fault = Some(Arc::clone(reason));
             return Err(PlaneError::OutOfService(reason.to_string()));
         }
+        st.untrack();
         let maps = st.codes_of(o.dicts.iter().map(|d| d.values()))?;
         let layout = Arc::clone(&st.layout);
         let nonempty = &mut st.nonempty;
@@ -460,6 +465,15 @@ impl Plane {
             *f += of;
         }
         Ok(())
+    }
+
+    /// Begin a new delta epoch at the current state: a snapshot taken now
+    /// and this plane's later states are told apart by the cells written
+    /// since ([`Plane::image_since`] then costs those cells, not the
+    /// plane's size). Call it where a snapshot is kept as the base of the
+    /// next delta.
+    pub fn begin_delta_epoch(&mut self) {
+        Arc::make_mut(&mut self.state).touched = Touched::begin();
     }
 
     /// An immutable view of the current state: one `Arc` clone.

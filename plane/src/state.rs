@@ -4,11 +4,12 @@
 //! (`plane.rs`), its slices (`slice.rs`), its builder and its image all read
 //! it; it uses none of them.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::cells::{absorb_cell, Cells};
 use crate::layout::{bits_for, Layout};
-use crate::{Code, Dictionary, DimRef, DimValue, PlaneError};
+use crate::{Code, Dictionary, DimRef, DimValue, JointKey, PlaneError};
 
 /// The definition of a plane.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,6 +46,89 @@ pub(crate) struct State {
     pub nonempty: usize,
     pub foreign: Vec<i64>,
     pub fault: Option<Arc<str>>,
+    /// The cells written since the delta epoch began ([`Touched`]).
+    pub touched: Touched,
+}
+
+/// Most keys a [`Touched`] lists before it gives up (and a delta compares
+/// the written blocks instead): bounds what a copy of the state copies.
+const TOUCHED_MAX: usize = 1024;
+
+/// Where a state differs from the state its *delta epoch* began at: every
+/// cell it changed since is in `keys`, unless it gave up (`over`). Epoch 0
+/// tracks nothing. A delta between two states of one epoch need only look
+/// at the keys either lists ([`Touched::since`]), so its cost follows the
+/// cells written, not the plane's size.
+///
+/// Invariant: a state of epoch `e != 0` that is not `over` differs from the
+/// state its epoch began at only in the cells of `keys`. It holds because
+/// every write of a cell lists it ([`State::touch`]), a re-pack (which
+/// moves every key) gives up, and a state is only ever replaced whole, by
+/// one that holds the invariant itself (a snapshot restored, a new state of
+/// epoch 0).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Touched {
+    epoch: u64,
+    over: bool,
+    keys: Vec<JointKey>,
+}
+
+static EPOCHS: AtomicU64 = AtomicU64::new(1);
+
+impl Touched {
+    /// A new epoch, unique in the process, that starts at the state it is
+    /// set in.
+    pub(crate) fn begin() -> Touched {
+        Touched {
+            epoch: EPOCHS.fetch_add(1, Ordering::Relaxed),
+            over: false,
+            keys: Vec::new(),
+        }
+    }
+
+    /// Every cell in which a state with `self` may differ from one with
+    /// `base` (unsorted, repeated), or `None` when the two are of different
+    /// epochs or either gave up. Both differ from their epoch's start only
+    /// in their own keys, so from each other only in the union.
+    pub(crate) fn since(&self, base: &Touched) -> Option<Vec<JointKey>> {
+        if self.epoch == 0 || self.epoch != base.epoch || self.over || base.over {
+            return None;
+        }
+        let mut keys = Vec::with_capacity(self.keys.len() + base.keys.len());
+        keys.extend_from_slice(&self.keys);
+        keys.extend_from_slice(&base.keys);
+        Some(keys)
+    }
+}
+
+impl State {
+    /// Cell `key` is being written: list it (the newest key only once in
+    /// a row), or give up past [`TOUCHED_MAX`].
+    #[inline]
+    pub(crate) fn touch(&mut self, key: JointKey) {
+        let t = &mut self.touched;
+        if t.epoch == 0
+            || t.over
+            || t.keys.last() == Some(&key)
+            || crate::mutation::active("untouched_write")
+        {
+            return;
+        }
+        if t.keys.len() >= TOUCHED_MAX {
+            t.over = true;
+            t.keys = Vec::new();
+        } else {
+            t.keys.push(key);
+        }
+    }
+
+    /// Stop listing: this write moves or replaces cells wholesale.
+    pub(crate) fn untrack(&mut self) {
+        if self.touched.epoch != 0 && !self.touched.over {
+            self.touched.over = true;
+            self.touched.keys = Vec::new();
+        }
+    }
 }
 
 impl State {
@@ -120,6 +204,8 @@ impl State {
         {
             return;
         }
+        // Every key moves: the listed ones mean other cells now.
+        self.untrack();
         let new = Layout::for_lens(self.dicts.iter().map(|d| d.len()));
         let m = self.foreign.len();
         let mut cells = Cells::new(new.total, m);

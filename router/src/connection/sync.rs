@@ -372,7 +372,7 @@ impl Connection {
                 // Someone committed since the planes were current.
                 return Ok(false);
             }
-            let views = persist::views(&self.lock());
+            let views = persist::views(&mut self.lock());
             let persisted = &mut self.persisted;
             self.user_counters.hidden(&self.db, || {
                 persist::persist(&self.db, &views, persisted, checkpoint)

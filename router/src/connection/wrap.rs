@@ -467,7 +467,7 @@ impl Connection {
         }
         // Written without the planes lock: the hook takes it for the state
         // row's own row event.
-        let views = persist::views(&shared);
+        let views = persist::views(&mut shared);
         drop(shared);
         let persisted = &mut self.persisted;
         self.user_counters.hidden(&self.db, || {

@@ -245,23 +245,35 @@ fn bases(planes: &Planes) -> Vec<(Arc<PlaneDef>, Snapshot)> {
 /// the state row's own too).
 pub(crate) struct View {
     def: Arc<PlaneDef>,
+    /// The plane whose state the row is written of.
     plane: Plane,
+    /// The same state in a new delta epoch, begun on the working copy:
+    /// the base of the next delta once the row commits.
+    next_base: Snapshot,
     out_of_service: Option<String>,
     /// Out of service by a schema change: its columns may be gone, so it
     /// has no guard (its image is marked out of service, never trusted).
     broken: bool,
 }
 
-/// The planes, for [`persist`].
-pub(crate) fn views(planes: &Planes) -> Vec<View> {
+/// The planes, for [`persist`]. Each working copy begins a new delta epoch
+/// here (`Plane::begin_delta_epoch`), after the view of its state is taken:
+/// the row written from these views becomes the base of the next delta,
+/// whose cost then follows the cells written since, not the plane's size.
+pub(crate) fn views(planes: &mut Planes) -> Vec<View> {
     planes
         .entries
-        .iter()
-        .map(|e| View {
-            def: e.def.clone(),
-            plane: e.plane.clone(),
-            out_of_service: e.out_of_service(),
-            broken: e.broken.is_some(),
+        .iter_mut()
+        .map(|e| {
+            let plane = e.plane.clone();
+            e.plane.begin_delta_epoch();
+            View {
+                def: e.def.clone(),
+                plane,
+                next_base: e.plane.snapshot(),
+                out_of_service: e.out_of_service(),
+                broken: e.broken.is_some(),
+            }
         })
         .collect()
 }
@@ -441,13 +453,38 @@ fn persist_allowed(
     // it a statement journal, whose savepoint makes FTS3/4/5 write out
     // their pending rows inside Pleroma's statement (counted as Pleroma's,
     // and earlier than plain SQLite's commit). Neither of these gets one.
-    db.prepare_cached(&format!("DELETE FROM main.{STATE} WHERE seq = ?1"))?
-        .execute([seq])?;
-    db.prepare_cached(&format!(
-        "INSERT INTO main.{STATE}(seq, kind, schema_version, schema_hash, body) \
-         VALUES (?1, ?2, ?3, ?4, ?5)"
-    ))?
-    .execute(rusqlite::params![seq, kind, sv, hash, body])?;
+    //
+    // The row at `seq` is there only when this transaction wrote it before
+    // (`earlier`): under the write lock the planes follow every newer row
+    // first, so `seq` is past the file's newest. Should a row be there all
+    // the same, the INSERT fails on the key, changing nothing, and the row
+    // is replaced as before.
+    let delete = || {
+        db.prepare_cached(&format!("DELETE FROM main.{STATE} WHERE seq = ?1"))?
+            .execute([seq])
+    };
+    if earlier.is_some_and(|e| e.seq == seq) {
+        delete()?;
+    }
+    let insert = || {
+        db.prepare_cached(&format!(
+            "INSERT INTO main.{STATE}(seq, kind, schema_version, schema_hash, body) \
+             VALUES (?1, ?2, ?3, ?4, ?5)"
+        ))?
+        .execute(rusqlite::params![seq, kind, sv, hash, body])
+    };
+    match insert() {
+        Err(e)
+            if e.sqlite_error().map(|e| e.extended_code)
+                == Some(rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY) =>
+        {
+            delete()?;
+            insert()?;
+        }
+        r => {
+            r?;
+        }
+    }
     let chain = row_chain(&StateRow {
         seq,
         kind: kind.to_owned(),
@@ -462,7 +499,7 @@ fn persist_allowed(
         chain,
         base: views
             .iter()
-            .map(|v| (v.def.clone(), v.plane.snapshot()))
+            .map(|v| (v.def.clone(), v.next_base.clone()))
             .collect(),
         checkpoint,
         bytes,
