@@ -1954,8 +1954,35 @@ impl Gen<'_> {
         let n = self.rng.range(0, 6);
         let o = self.rng.range(0, 4);
         if q.use_params && self.rng.chance(0.5) {
-            q.params.push(Value::Integer(n));
-            return " LIMIT ?".into();
+            // Bound values SQLite takes as they are, and in a query that may
+            // be declined (`loose`) now and then one it converts ('2', 2.0)
+            // or refuses (2.5, NULL).
+            let odd = if q.loose { 12 } else { 0 };
+            let mut bound = |g: &mut Self, v: i64| {
+                q.params.push(match g.rng.below(12) + 12 - odd {
+                    0 => Value::Text(v.to_string()),
+                    1 => Value::Real(v as f64),
+                    2 => Value::Real(v as f64 + 0.5),
+                    3 => Value::Null,
+                    _ => Value::Integer(v),
+                });
+            };
+            return match self.rng.below(3) {
+                0 => {
+                    bound(self, n);
+                    " LIMIT ?".into()
+                }
+                1 => {
+                    bound(self, n);
+                    bound(self, o);
+                    " LIMIT ? OFFSET ?".into()
+                }
+                _ => {
+                    bound(self, o);
+                    bound(self, n);
+                    " LIMIT ?, ?".into()
+                }
+            };
         }
         match self.rng.below(4) {
             0 => format!(" LIMIT {n}"),
@@ -2119,6 +2146,18 @@ impl Gen<'_> {
             ),
             // No group column among the sort keys: served when the cut does
             // not fall between ties.
+            // The same with the bounds as parameters (read when it runs).
+            5 if self.rng.chance(0.5) => {
+                let (l, o) = (self.rng.range(-1, 4), self.rng.range(-1, 2));
+                let sql = if self.rng.chance(0.5) {
+                    q.params.extend([Value::Integer(l), Value::Integer(o)]);
+                    format!("SELECT {dn}, COUNT(*) FROM {from} GROUP BY {dn} ORDER BY COUNT(*) DESC LIMIT ? OFFSET ?")
+                } else {
+                    q.params.extend([Value::Integer(o), Value::Integer(l)]);
+                    format!("SELECT {dn}, COUNT(*) FROM {from} GROUP BY {dn} ORDER BY COUNT(*) DESC LIMIT ?, ?")
+                };
+                (sql, Order::Keys(vec![1]))
+            }
             5 => (
                 format!(
                     "SELECT {dn}, COUNT(*) FROM {from} GROUP BY {dn} ORDER BY COUNT(*) DESC LIMIT {} OFFSET {}",

@@ -55,6 +55,8 @@ mutations! {
     ResidueNullDim = "residue_null_dim",
     ResidueEmptyGroup = "residue_empty_group",
     ResidueAliasBeforeColumn = "residue_alias_before_column",
+    ResidueLimitParamIgnored = "residue_limit_param_ignored",
+    CommaLimitParamsSwapped = "comma_limit_params_swapped",
     HavingAliasBeforeColumn = "having_alias_before_column",
     ResidueRaisingWhere = "residue_raising_where",
     ResidueSumPerMeasure = "residue_sum_per_measure",
@@ -144,6 +146,11 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     // The residue's second round (issue 19).
     "residue_empty_group",
     "residue_alias_before_column",
+    // A LIMIT/OFFSET parameter of a residue cut read as no cut at all.
+    "residue_limit_param_ignored",
+    // `LIMIT ?, ?` on the direct path: the parameters numbered limit
+    // first, the bug found by the generator's comma form with parameters.
+    "comma_limit_params_swapped",
     "having_alias_before_column",
     "residue_raising_where",
     "residue_sum_per_measure",

@@ -361,13 +361,42 @@ fn order_by_an_aggregate_with_limit_is_served_when_the_cut_falls_between_distinc
         "SELECT status, COUNT(*) FROM t GROUP BY status ORDER BY COUNT(*) DESC LIMIT 1 OFFSET 3",
         "a tie at the LIMIT cut",
     );
-    // A parameter as the bound: declined (its value is not known when planned).
-    let k = same(
+    // Parameters as the bounds: the cut is checked on the bound values,
+    // each time the statement runs (the plan is one).
+    let top = "SELECT status, COUNT(*) FROM t GROUP BY status ORDER BY COUNT(*) DESC LIMIT ?";
+    served(&mut p, top, &[int(2)]);
+    served(&mut p, top, &[int(1)]);
+    served(&mut p, top, &[int(0)]);
+    served(&mut p, top, &[int(-1)]);
+    served(&mut p, top, &[int(i64::MAX)]);
+    let k = same(&mut p, top, &[int(3)]);
+    assert_eq!(k.kind, RouteKind::Engine, "a tie at the cut of ?1 = 3");
+    assert!(k.reason.contains("a tie at the LIMIT cut"), "{}", k.reason);
+    // SQLite converts or refuses a bound that is no INTEGER: it runs them.
+    for v in [
+        Value::Text("2".into()),
+        Value::Real(2.0),
+        Value::Real(2.5),
+        Value::Null,
+        Value::Text("two".into()),
+    ] {
+        let k = same(&mut p, top, &[v.clone()]);
+        assert_eq!(k.kind, RouteKind::Engine, "LIMIT bound to {v:?}");
+    }
+    // Numbered and named parameters, the comma form, and one used twice.
+    let sums = "SELECT region, SUM(amount) AS s FROM t WHERE month <> ?3 GROUP BY region \
+                ORDER BY s DESC LIMIT :n OFFSET ?";
+    served(&mut p, sums, &[int(0), int(0), int(202499), int(2), int(1)]);
+    served(
         &mut p,
-        "SELECT status, COUNT(*) FROM t GROUP BY status ORDER BY COUNT(*) DESC LIMIT ?",
-        &[int(2)],
+        sums,
+        &[int(9), int(9), int(202401), int(1), int(-5)],
     );
-    assert_eq!(k.kind, RouteKind::Engine);
+    let comma = "SELECT region, SUM(amount) AS s FROM t WHERE region <> ?1 OR ?1 IS NULL \
+                 GROUP BY region ORDER BY s LIMIT ?1, ?2";
+    served(&mut p, comma, &[int(1), int(2)]);
+    // The OFFSET's value, not 0, decides (offset 2 of four rows).
+    served(&mut p, comma, &[int(2), int(5)]);
 }
 
 #[test]

@@ -9,6 +9,7 @@ use sqlparser::ast::{GroupByExpr, LimitClause, OrderByKind, Query, Select, Selec
 use super::builder::{literal_position, Builder, Params};
 use super::join::plain_table;
 use super::{AggFn, Class, OrderTerm, OutExpr, Plan, R};
+use crate::mutation::Mutation;
 use crate::planes::Planes;
 
 /// The plan of `sql` for the cells, `None` for a two-table join (which
@@ -163,7 +164,17 @@ pub(super) fn plan(
             (l, o)
         }
         Some(LimitClause::OffsetCommaLimit { offset, limit }) => {
-            (Some(b.operand(limit)?), Some(b.operand(offset)?))
+            // `LIMIT o, l`: the offset comes first in the text, so an
+            // anonymous `?` there is numbered first (operands are numbered
+            // in the order they are read).
+            let (o, l) = if crate::mutation::active(Mutation::CommaLimitParamsSwapped) {
+                let l = b.operand(limit)?;
+                (b.operand(offset)?, l)
+            } else {
+                let o = b.operand(offset)?;
+                (o, b.operand(limit)?)
+            };
+            (Some(l), Some(o))
         }
     };
     if (limit.is_some() || offset.is_some()) && !b.group_by.is_empty() {

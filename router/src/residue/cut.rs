@@ -17,20 +17,30 @@ use super::allow::{
     children, fn_name, has_aggregate, is_scalar_minmax, AGGREGATES, OTHER_AGGREGATES,
 };
 use super::walker::{projection, Walker};
-use super::{Cut, R};
+use super::{Bound, Cut, R};
 use crate::tokenize::Kind;
 
 impl Walker<'_> {
-    /// The LIMIT clause of the statement, removed from its text, with its
-    /// literal bounds.
+    /// The LIMIT clause of the statement, with its bounds (literals, or
+    /// parameters read when the statement runs). With literals alone the
+    /// clause leaves the text; with a parameter it stays, as a clause that
+    /// cuts nothing but keeps every parameter where it was (SQLite numbers
+    /// an anonymous `?` by its place): `LIMIT -1 + 0 * (x) OFFSET 0 * (y)`.
+    /// The answer declines unless each parameter is bound to an INTEGER,
+    /// so the kept clause is evaluated only on integers, and never fails.
     pub(super) fn limit_cut(&mut self, q: &Query, l: &LimitClause, keys: Vec<usize>) -> R<Cut> {
-        let lit = |e: &Expr| -> R<i64> {
+        let lit = |e: &Expr| -> R<Bound> {
             match e {
                 Expr::Value(v) => match &v.value {
                     SqlValue::Number(n, false) => n
                         .parse()
+                        .map(Bound::Lit)
                         .map_err(|_| "a LIMIT that is not an integer".to_owned()),
-                    _ => Err("a LIMIT cut with a parameter".into()),
+                    SqlValue::Placeholder(_) => {
+                        let at = self.expr_range(e)?.start;
+                        Ok(Bound::Param(self.param_number(at)?))
+                    }
+                    _ => Err("a LIMIT that is not an integer".into()),
                 },
                 Expr::UnaryOp {
                     op: sqlparser::ast::UnaryOperator::Minus,
@@ -39,9 +49,9 @@ impl Walker<'_> {
                     Expr::Value(v) => match &v.value {
                         SqlValue::Number(n, false) => n
                             .parse::<i64>()
-                            .map(|x| -x)
+                            .map(|x| Bound::Lit(-x))
                             .map_err(|_| "a LIMIT that is not an integer".to_owned()),
-                        _ => Err("a LIMIT cut with a parameter".into()),
+                        _ => Err("a LIMIT expression".into()),
                     },
                     _ => Err("a LIMIT expression".into()),
                 },
@@ -65,7 +75,27 @@ impl Walker<'_> {
             }
             _ => return Err("OFFSET without LIMIT".into()),
         };
-        let (limit, offset) = (lit(limit)?, offset.map(lit).transpose()?.unwrap_or(0));
+        let comma = matches!(l, LimitClause::OffsetCommaLimit { .. });
+        let limit_text = self.sql[self.expr_range(limit)?].to_owned();
+        let offset_text = match offset {
+            Some(o) => Some(self.sql[self.expr_range(o)?].to_owned()),
+            None => None,
+        };
+        let (limit, offset) = (
+            lit(limit)?,
+            offset.map(lit).transpose()?.unwrap_or(Bound::Lit(0)),
+        );
+        let kept = match (limit, offset) {
+            (Bound::Lit(_), Bound::Lit(_)) => String::new(),
+            _ => {
+                let l = format!("-1 + 0 * ({limit_text})");
+                match (comma, offset_text) {
+                    (true, Some(o)) => format!("LIMIT 0 * ({o}), {l}"),
+                    (false, Some(o)) => format!("LIMIT {l} OFFSET 0 * ({o})"),
+                    (_, None) => format!("LIMIT {l}"),
+                }
+            }
+        };
         // From the LIMIT keyword to the end of the last bound.
         let mut start = usize::MAX;
         let mut end = 0;
@@ -87,7 +117,7 @@ impl Walker<'_> {
         if self.toks[after..].iter().any(|t| t.kind != Kind::Semi) || q.order_by.is_none() {
             return Err("a LIMIT that does not end the statement".into());
         }
-        self.edits.push((kw..end, String::new()));
+        self.edits.push((kw..end, kept));
         self.rest
             .push("LIMIT (checked for a tie at the cut)".into());
         Ok(Cut {
@@ -95,6 +125,44 @@ impl Walker<'_> {
             limit,
             offset,
         })
+    }
+
+    /// The number SQLite gives the parameter token at byte `at`
+    /// (`sqlite3ExprAssignVarNumber`): `?` the next after the largest so
+    /// far, `?NNN` its own, a name (`:a`, `@a`, `$a`, `#a`) the number of
+    /// its first use, or the next.
+    fn param_number(&self, at: usize) -> R<usize> {
+        let mut largest = 0usize;
+        let mut names: Vec<(&str, usize)> = Vec::new();
+        for t in self.toks.iter().filter(|t| t.kind == Kind::Variable) {
+            let n = if t.text == "?" {
+                largest + 1
+            } else if let Some(d) = t.text.strip_prefix('?') {
+                let n: usize = d
+                    .parse()
+                    .map_err(|_| "a parameter number SQLite would refuse".to_owned())?;
+                match names.iter().find(|(x, _)| *x == t.text) {
+                    Some(&(_, k)) => k,
+                    None => {
+                        names.push((t.text, n));
+                        n
+                    }
+                }
+            } else {
+                match names.iter().find(|(x, _)| *x == t.text) {
+                    Some(&(_, k)) => k,
+                    None => {
+                        names.push((t.text, largest + 1));
+                        largest + 1
+                    }
+                }
+            };
+            largest = largest.max(n);
+            if t.start == at {
+                return Ok(n);
+            }
+        }
+        Err("a LIMIT parameter not found in the text".into())
     }
 }
 

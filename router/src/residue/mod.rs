@@ -182,8 +182,40 @@ pub(crate) fn plan(
 pub(crate) struct Cut {
     /// Output columns of the ORDER BY terms.
     pub keys: Vec<usize>,
-    pub limit: i64,
-    pub offset: i64,
+    pub limit: Bound,
+    pub offset: Bound,
+}
+
+/// A LIMIT or OFFSET value: a literal, or a parameter (its number in
+/// SQLite's numbering, from 1) whose bound value the answer reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bound {
+    Lit(i64),
+    Param(usize),
+}
+
+impl Bound {
+    /// The value, as SQLite takes it, when that is sure: a literal, or a
+    /// parameter bound to an INTEGER. Anything else (NULL, TEXT, REAL, a
+    /// BLOB: SQLite converts or fails) is `None`, and the answer declines.
+    pub(crate) fn value(self, params: &[rusqlite::types::Value]) -> Option<i64> {
+        match self {
+            Bound::Lit(v) => Some(v),
+            Bound::Param(i) => match params.get(i.checked_sub(1)?)? {
+                rusqlite::types::Value::Integer(v) => Some(*v),
+                _ => None,
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bound::Lit(v) => write!(f, "{v}"),
+            Bound::Param(i) => write!(f, "?{i}"),
+        }
+    }
 }
 
 #[cfg(test)]

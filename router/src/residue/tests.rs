@@ -55,8 +55,10 @@ fn outcome(db: &rusqlite::Connection, planes: &Planes, sql: &str) -> String {
     match residue(db, planes, sql) {
         Ok(p) => {
             let empty = format!("{}[]{}", p.head, p.tail);
-            if let Err(e) = db.prepare(&empty) {
-                panic!("{sql}: the rewritten text does not prepare: {e}\n{empty}");
+            match db.prepare(&empty) {
+                Err(e) => panic!("{sql}: the rewritten text does not prepare: {e}\n{empty}"),
+                // Every parameter keeps its number.
+                Ok(st) => assert_eq!(st.parameter_count(), p.param_count, "{sql}: {empty}"),
             }
             match &p.cut {
                 None => format!("= {}⟨core⟩{}", p.head, p.tail),
@@ -95,8 +97,8 @@ const CASES: &[(&str, &str)] = &[
         r#"! LIMIT without an ORDER BY over every group term (c is not)"#,
     ),
     (
-        r#"SELECT a, c, COUNT(*) FROM t GROUP BY a, c ORDER BY 3 LIMIT ?"#,
-        r#"! a LIMIT cut with a parameter"#,
+        r#"SELECT a, c, COUNT(*) FROM t GROUP BY a, c ORDER BY 3 LIMIT ? + 1"#,
+        r#"! LIMIT/OFFSET that is not a literal or parameter"#,
     ),
     (
         r#"SELECT (SELECT a FROM t GROUP BY a, c ORDER BY a) AS v"#,
@@ -332,6 +334,18 @@ const CASES: &[(&str, &str)] = &[
     (
         r#"SELECT a, c, COUNT(*) FROM t GROUP BY a, c ORDER BY 3 LIMIT 2, 1"#,
         r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩')) SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" GROUP BY a, c ORDER BY 3  ⟨cut: keys [2], limit 1, offset 2⟩"#,
+    ),
+    (
+        r#"SELECT a, c, COUNT(*) FROM t GROUP BY a, c ORDER BY 3 LIMIT ?"#,
+        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩')) SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" GROUP BY a, c ORDER BY 3 LIMIT -1 + 0 * (?) ⟨cut: keys [2], limit ?1, offset 0⟩"#,
+    ),
+    (
+        r#"SELECT a, c, COUNT(*) FROM t WHERE a <> ?5 GROUP BY a, c ORDER BY 3 DESC LIMIT ? OFFSET :o"#,
+        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩')) SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE a <> ?5 GROUP BY a, c ORDER BY 3 DESC LIMIT -1 + 0 * (?) OFFSET 0 * (:o) ⟨cut: keys [2], limit ?6, offset ?7⟩"#,
+    ),
+    (
+        r#"SELECT a, c, COUNT(*) FROM t WHERE a <> :o GROUP BY a, c ORDER BY 3 LIMIT :o, ?"#,
+        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩')) SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE a <> :o GROUP BY a, c ORDER BY 3 LIMIT 0 * (:o), -1 + 0 * (?) ⟨cut: keys [2], limit ?2, offset ?1⟩"#,
     ),
     (
         r#"SELECT a, SUM(x) FROM t WHERE b = 'pleroma$core' GROUP BY a"#,

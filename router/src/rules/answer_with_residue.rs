@@ -241,6 +241,28 @@ pub(crate) fn answer(
             None,
         ));
     }
+    // A LIMIT or OFFSET parameter's value, as SQLite takes it; one that
+    // SQLite would convert or refuse declines, and SQLite runs the text.
+    let cut = match &plan.cut {
+        None => None,
+        Some(c) => match (c.limit.value(params), c.offset.value(params)) {
+            // The mutation: a parameter's bound value not read (no cut).
+            _ if crate::mutation::active(Mutation::ResidueLimitParamIgnored)
+                && [c.limit, c.offset]
+                    .iter()
+                    .any(|b| matches!(b, crate::residue::Bound::Param(_))) =>
+            {
+                Some((c, -1, 0))
+            }
+            (Some(limit), Some(offset)) => Some((c, limit, offset)),
+            _ => {
+                return Ok(Outcome::Declined(
+                    "a LIMIT or OFFSET parameter that is not an INTEGER".into(),
+                    None,
+                ))
+            }
+        },
+    };
     let (json, route) = match core_json(db, shared, mode, plan)? {
         Ok(x) => x,
         Err((r, route)) => return Ok(Outcome::Declined(r, route)),
@@ -276,7 +298,7 @@ pub(crate) fn answer(
         }
         out.rows.push(r);
     }
-    if let Some(cut) = &plan.cut {
+    if let Some((cut, limit, offset)) = cut {
         // Served only when the cut does not fall between rows that tie on the
         // ORDER BY keys: then the rows it keeps do not depend on the order
         // SQLite gives ties.
@@ -286,11 +308,12 @@ pub(crate) fn answer(
                 .all(|&k| sort_cmp(&a[k], &b[k]) == std::cmp::Ordering::Equal)
         };
         let rows = &out.rows;
-        let o = cut.offset.max(0) as usize;
-        let end = if cut.limit < 0 {
+        let o = usize::try_from(offset.max(0)).unwrap_or(usize::MAX);
+        let end = if limit < 0 {
             rows.len()
         } else {
-            o.saturating_add(cut.limit as usize).min(rows.len())
+            o.saturating_add(usize::try_from(limit).unwrap_or(usize::MAX))
+                .min(rows.len())
         };
         let at_start = o > 0 && o < rows.len() && tie(&rows[o - 1], &rows[o]);
         let at_end = end > o && end < rows.len() && tie(&rows[end - 1], &rows[end]);
