@@ -2765,15 +2765,66 @@ impl Gen<'_> {
         if !group.is_empty() {
             sql += &format!(" GROUP BY {}", group.join(", "));
         }
+        let mut order = if group.is_empty() {
+            Order::Total
+        } else {
+            Order::Unordered
+        };
+        // ORDER BY outputs (by position or as written), and a LIMIT when
+        // the order is total (every group column among the keys).
+        if self.rng.chance(0.4) {
+            let n = self.rng.range(1, items.len() as i64 + 1) as usize;
+            let mut keys: Vec<usize> = pick_distinct(&mut self.rng, items.len(), n);
+            if self.rng.chance(0.5) {
+                for (k, it) in items.iter().enumerate() {
+                    if group.contains(it) && !keys.contains(&k) {
+                        keys.push(k);
+                    }
+                }
+            }
+            let terms: Vec<String> = keys
+                .iter()
+                .map(|&k| {
+                    let base = if self.rng.chance(0.5) {
+                        (k + 1).to_string()
+                    } else {
+                        items[k].clone()
+                    };
+                    format!("{base}{}", self.direction())
+                })
+                .collect();
+            sql += &format!(" ORDER BY {}", terms.join(", "));
+            let total = items
+                .iter()
+                .enumerate()
+                .filter(|(_, it)| group.contains(it))
+                .all(|(k, _)| keys.contains(&k));
+            if total {
+                order = Order::Total;
+                if self.rng.chance(0.6) {
+                    let (n, o) = (self.rng.range(-1, 4), self.rng.range(0, 3));
+                    sql += &match self.rng.below(4) {
+                        0 => format!(" LIMIT {n}"),
+                        1 => format!(" LIMIT {n} OFFSET {o}"),
+                        2 => {
+                            q.params.extend([Value::Integer(o), Value::Integer(n)]);
+                            " LIMIT ?, ?".to_owned()
+                        }
+                        _ => {
+                            q.params.extend([Value::Integer(n), Value::Integer(o)]);
+                            " LIMIT ? OFFSET ?".to_owned()
+                        }
+                    };
+                }
+            } else {
+                order = Order::Keys(keys);
+            }
+        }
         Step::Check(Query {
             sql,
             params: q.params,
             class: if binary { Class::J } else { Class::Out },
-            order: if group.is_empty() {
-                Order::Total
-            } else {
-                Order::Unordered
-            },
+            order,
         })
     }
 

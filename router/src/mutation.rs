@@ -57,6 +57,7 @@ mutations! {
     ResidueAliasBeforeColumn = "residue_alias_before_column",
     ResidueLimitParamIgnored = "residue_limit_param_ignored",
     CommaLimitParamsSwapped = "comma_limit_params_swapped",
+    JoinLimitIgnored = "join_limit_ignored",
     HavingAliasBeforeColumn = "having_alias_before_column",
     ResidueRaisingWhere = "residue_raising_where",
     ResidueSumPerMeasure = "residue_sum_per_measure",
@@ -226,7 +227,7 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
 pub const PERSIST_MUTATIONS: &[&str] = &["plain_write_ignored"];
 
 /// The join limb's and the memo's mutations.
-pub const JOIN_MUTATIONS: &[&str] = &["stale_limb", "memo_not_invalidated"];
+pub const JOIN_MUTATIONS: &[&str] = &["stale_limb", "memo_not_invalidated", "join_limit_ignored"];
 
 /// Mutations of shared planes, caught by the multi-connection
 /// interleavings (`parity/src/shared.rs`), not by the single-connection

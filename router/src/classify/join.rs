@@ -10,7 +10,7 @@ use sqlparser::ast::{
     ObjectNamePart, Query, SelectItem, SetExpr, TableFactor,
 };
 
-use super::builder::{Builder, Params};
+use super::builder::{literal_position, Builder, Params};
 use super::{AggFn, JOut, JoinPlan, OutExpr, R};
 use crate::affinity::Affinity;
 use crate::planes::Planes;
@@ -85,8 +85,8 @@ pub(super) fn join_plan(
     let SetExpr::Select(sel) = q.body.as_ref() else {
         return Err("compound or nested SELECT".into());
     };
-    if q.with.is_some() || q.order_by.is_some() || q.limit_clause.is_some() || q.fetch.is_some() {
-        return Err("WITH, ORDER BY or LIMIT on a join".into());
+    if q.with.is_some() || q.fetch.is_some() {
+        return Err("WITH or FETCH on a join".into());
     }
     if sel.distinct.is_some() || sel.having.is_some() || sel.top.is_some() || sel.into.is_some() {
         return Err("DISTINCT, HAVING, TOP or INTO on a join".into());
@@ -183,37 +183,49 @@ pub(super) fn join_plan(
             b.group_by.push(d);
         }
     }
+    // `SUM(col)` of a dimension-table column: its place among the limb's
+    // dimension-side measures.
+    let sum_dim = |e: &Expr| -> Option<R<usize>> {
+        let Expr::Function(f) = e else {
+            return None;
+        };
+        if !f.name.to_string().eq_ignore_ascii_case("sum") {
+            return None;
+        }
+        let FunctionArguments::List(list) = &f.args else {
+            return None;
+        };
+        let ([FunctionArg::Unnamed(FunctionArgExpr::Expr(x))], None, None, true) = (
+            list.args.as_slice(),
+            &f.filter,
+            &f.over,
+            list.duplicate_treatment.is_none(),
+        ) else {
+            return None;
+        };
+        let c = on_dim_side(x)?;
+        Some(
+            dim.def
+                .measures
+                .iter()
+                .position(|m| m.eq_ignore_ascii_case(&c))
+                .ok_or_else(|| format!("SUM of {c}, which the limb does not keep")),
+        )
+    };
     let mut outputs = Vec::new();
+    let mut aliases: Vec<Option<String>> = Vec::new();
     for item in &sel.projection {
+        aliases.push(match item {
+            SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.clone()),
+            _ => None,
+        });
         let e = match item {
             SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
             _ => return Err("a wildcard in the select list".into()),
         };
-        if let Expr::Function(f) = e {
-            let name = f.name.to_string().to_ascii_lowercase();
-            if name == "sum" {
-                if let FunctionArguments::List(list) = &f.args {
-                    if let ([FunctionArg::Unnamed(FunctionArgExpr::Expr(x))], None, None, true) = (
-                        list.args.as_slice(),
-                        &f.filter,
-                        &f.over,
-                        list.duplicate_treatment.is_none(),
-                    ) {
-                        if let Some(c) = on_dim_side(x) {
-                            let m = dim
-                                .def
-                                .measures
-                                .iter()
-                                .position(|m| m.eq_ignore_ascii_case(&c))
-                                .ok_or_else(|| {
-                                    format!("SUM of {c}, which the limb does not keep")
-                                })?;
-                            outputs.push(JOut::SumDim(m));
-                            continue;
-                        }
-                    }
-                }
-            }
+        if let Some(m) = sum_dim(e) {
+            outputs.push(JOut::SumDim(m?));
+            continue;
         }
         match b.out_expr(e)? {
             OutExpr::Group(i) => outputs.push(JOut::Group(i)),
@@ -223,6 +235,87 @@ pub(super) fn join_plan(
                 _ => return Err("an aggregate other than COUNT(*) or SUM on a join".into()),
             }),
         }
+    }
+    // ORDER BY over outputs only: a position, an output alias (a bare
+    // ORDER BY name is an alias before a column, as in SQLite), or an
+    // expression that is an output's (the same group column, COUNT(*) or
+    // SUM of the same fact measure).
+    let mut order_by = Vec::new();
+    if let Some(ob) = &q.order_by {
+        let sqlparser::ast::OrderByKind::Expressions(terms) = &ob.kind else {
+            return Err("ORDER BY ALL".into());
+        };
+        for t in terms {
+            if t.with_fill.is_some() {
+                return Err("ORDER BY WITH FILL".into());
+            }
+            let desc = match &t.options.sort {
+                None | Some(sqlparser::ast::OrderBySort::Asc) => false,
+                Some(sqlparser::ast::OrderBySort::Desc) => true,
+                Some(_) => return Err("ORDER BY USING".into()),
+            };
+            let at = if let Some(p) = literal_position(&t.expr) {
+                (1..=outputs.len())
+                    .contains(&p)
+                    .then(|| p - 1)
+                    .ok_or("ORDER BY position out of range")?
+            } else if let Some(k) = match &t.expr {
+                Expr::Identifier(i) => aliases.iter().position(|a| {
+                    a.as_deref()
+                        .is_some_and(|a| a.eq_ignore_ascii_case(&i.value))
+                }),
+                _ => None,
+            } {
+                k
+            } else {
+                let want = match sum_dim(&t.expr) {
+                    Some(m) => JOut::SumDim(m?),
+                    None => match b.out_expr(&t.expr)? {
+                        OutExpr::Group(i) => JOut::Group(i),
+                        OutExpr::Agg(i) => match b.aggs[i] {
+                            AggFn::CountStar => JOut::CountStar,
+                            AggFn::Sum(m) => JOut::SumFact(m),
+                            _ => return Err("ORDER BY an aggregate that is not an output".into()),
+                        },
+                    },
+                };
+                outputs
+                    .iter()
+                    .position(|o| *o == want)
+                    .ok_or("ORDER BY a term that is not an output of the join")?
+            };
+            order_by.push((at, desc, t.options.nulls_first.unwrap_or(!desc)));
+        }
+    }
+    let (limit, offset) = match &q.limit_clause {
+        None => (None, None),
+        Some(sqlparser::ast::LimitClause::LimitOffset {
+            limit,
+            offset,
+            limit_by,
+        }) => {
+            if !limit_by.is_empty() {
+                return Err("LIMIT BY".into());
+            }
+            let l = limit.as_ref().map(|e| b.operand(e)).transpose()?;
+            let o = offset.as_ref().map(|o| b.operand(&o.value)).transpose()?;
+            (l, o)
+        }
+        Some(sqlparser::ast::LimitClause::OffsetCommaLimit { offset, limit }) => {
+            // The offset is first in the text: its `?` is numbered first.
+            let o = b.operand(offset)?;
+            (Some(b.operand(limit)?), Some(o))
+        }
+    };
+    if (limit.is_some() || offset.is_some())
+        && !(0..b.group_by.len()).all(|i| {
+            order_by
+                .iter()
+                .any(|&(k, _, _)| outputs[k] == JOut::Group(i))
+        })
+    {
+        // Which groups a LIMIT keeps past a partial order is SQLite's choice.
+        return Err("LIMIT/OFFSET on a join without an ORDER BY over every group column".into());
     }
     if b.params.mixed {
         return Err("mixed or named parameters".into());
@@ -234,6 +327,9 @@ pub(super) fn join_plan(
         filter,
         group_by: b.group_by,
         outputs,
+        order_by,
+        limit,
+        offset,
         columns,
         param_count,
     })

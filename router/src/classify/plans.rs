@@ -35,6 +35,11 @@ pub(crate) struct JoinPlan {
     pub filter: Option<PExpr>,
     pub group_by: Vec<usize>,
     pub outputs: Vec<JOut>,
+    /// ORDER BY: (output index, DESC, NULLS FIRST), over outputs only.
+    pub order_by: Vec<(usize, bool, bool)>,
+    /// LIMIT and OFFSET, only under an ORDER BY over every group column.
+    pub limit: Option<Operand>,
+    pub offset: Option<Operand>,
     pub columns: Vec<String>,
     pub param_count: usize,
 }

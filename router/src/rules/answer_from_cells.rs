@@ -334,7 +334,7 @@ fn agg_value(a: AggFn, v: &AggValue) -> std::result::Result<Value, AggErr> {
     })
 }
 
-fn resolve(o: &Operand, params: &[Value]) -> Value {
+pub(crate) fn resolve(o: &Operand, params: &[Value]) -> Value {
     match o {
         Operand::Lit(v) => v.clone(),
         Operand::Param(i) => params.get(*i).cloned().unwrap_or(Value::Null),

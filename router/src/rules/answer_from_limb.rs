@@ -232,10 +232,18 @@ pub(crate) fn answer(shared: &Planes, plan: &JoinPlan, params: &[Value]) -> Resu
         }
         out.push((row, keys));
     }
+    let cut = plan.limit.is_some() || plan.offset.is_some();
     if overflowed {
+        if cut {
+            // SQLite finalizes only the groups it outputs before LIMIT stops
+            // it; which ones those are is its business.
+            return Ok(Outcome::Declined(Decline::SumOverflowUnderLimit, None));
+        }
         return Err(integer_overflow());
     }
-    // SQLite emits groups in group-key order.
+    // SQLite emits groups in group-key order; an ORDER BY sorts them by its
+    // terms (a stable sort: ties keep that order, which the comparison of
+    // an ORDER BY's keys alone does not look at).
     out.sort_by(|a, b| {
         a.1.iter()
             .zip(&b.1)
@@ -243,6 +251,52 @@ pub(crate) fn answer(shared: &Planes, plan: &JoinPlan, params: &[Value]) -> Resu
             .find(|o| *o != Ordering::Equal)
             .unwrap_or(Ordering::Equal)
     });
+    out.sort_by(|a, b| {
+        for &(k, desc, nulls_first) in &plan.order_by {
+            let (x, y) = (&a.0[k], &b.0[k]);
+            let first = if nulls_first {
+                Ordering::Less
+            } else {
+                Ordering::Greater
+            };
+            let o = match (x, y) {
+                (Value::Null, Value::Null) => Ordering::Equal,
+                (Value::Null, _) => first,
+                (_, Value::Null) => first.reverse(),
+                _ if desc => sort_cmp(y, x),
+                _ => sort_cmp(x, y),
+            };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    });
+    let bound = |o: &Option<crate::classify::Operand>| -> std::result::Result<Option<i64>, ()> {
+        match o {
+            None => Ok(None),
+            Some(o) => match crate::rules::answer_from_cells::resolve(o, params) {
+                Value::Integer(i) => Ok(Some(i)),
+                _ => Err(()),
+            },
+        }
+    };
+    let (Ok(limit), Ok(offset)) = (bound(&plan.limit), bound(&plan.offset)) else {
+        return Ok(Outcome::Declined(
+            "LIMIT/OFFSET that is not an integer".into(),
+            None,
+        ));
+    };
+    let offset = usize::try_from(offset.unwrap_or(0).max(0)).unwrap_or(usize::MAX);
+    let limit = match limit {
+        Some(l)
+            if l >= 0 && !crate::mutation::active(crate::mutation::Mutation::JoinLimitIgnored) =>
+        {
+            usize::try_from(l).unwrap_or(usize::MAX)
+        }
+        _ => usize::MAX,
+    };
+    let out: Vec<_> = out.into_iter().skip(offset).take(limit).collect();
     let route = Route {
         kind: RouteKind::Plane,
         reason: "served (join limb)".into(),
