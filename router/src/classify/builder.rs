@@ -66,7 +66,71 @@ pub(super) enum Col {
     Measure(usize),
 }
 
+/// The ORDER BY terms of a query: (expression, DESC, NULLS FIRST), with
+/// SQLite's default NULL placement (first when ascending).
+pub(super) fn order_terms(q: &sqlparser::ast::Query) -> R<Vec<(&Expr, bool, bool)>> {
+    let Some(ob) = &q.order_by else {
+        return Ok(Vec::new());
+    };
+    if ob.interpolate.is_some() {
+        return Err("ORDER BY INTERPOLATE".into());
+    }
+    let sqlparser::ast::OrderByKind::Expressions(terms) = &ob.kind else {
+        return Err("ORDER BY ALL".into());
+    };
+    let mut out = Vec::with_capacity(terms.len());
+    for t in terms {
+        if t.with_fill.is_some() {
+            return Err("ORDER BY WITH FILL".into());
+        }
+        let desc = match &t.options.sort {
+            None | Some(sqlparser::ast::OrderBySort::Asc) => false,
+            Some(sqlparser::ast::OrderBySort::Desc) => true,
+            Some(_) => return Err("ORDER BY USING".into()),
+        };
+        out.push((&t.expr, desc, t.options.nulls_first.unwrap_or(!desc)));
+    }
+    Ok(out)
+}
+
 impl Builder {
+    /// LIMIT and OFFSET as operands (literals or parameters), numbered in
+    /// the order of the text: in `LIMIT o, l` the offset comes first, so
+    /// its anonymous `?` is numbered first.
+    pub(super) fn limit_offset(
+        &mut self,
+        l: &Option<sqlparser::ast::LimitClause>,
+    ) -> R<(Option<Operand>, Option<Operand>)> {
+        use sqlparser::ast::LimitClause;
+        Ok(match l {
+            None => (None, None),
+            Some(LimitClause::LimitOffset {
+                limit,
+                offset,
+                limit_by,
+            }) => {
+                if !limit_by.is_empty() {
+                    return Err("LIMIT BY".into());
+                }
+                let l = limit.as_ref().map(|e| self.operand(e)).transpose()?;
+                let o = offset
+                    .as_ref()
+                    .map(|o| self.operand(&o.value))
+                    .transpose()?;
+                (l, o)
+            }
+            Some(LimitClause::OffsetCommaLimit { offset, limit }) => {
+                let (o, l) = if crate::mutation::active(Mutation::CommaLimitParamsSwapped) {
+                    let l = self.operand(limit)?;
+                    (self.operand(offset)?, l)
+                } else {
+                    let o = self.operand(offset)?;
+                    (o, self.operand(limit)?)
+                };
+                (Some(l), Some(o))
+            }
+        })
+    }
     /// A column reference of the planed table.
     pub(super) fn column(&self, e: &Expr) -> Option<Result<Col, String>> {
         let name = match e {

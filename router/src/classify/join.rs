@@ -10,7 +10,7 @@ use sqlparser::ast::{
     ObjectNamePart, Query, SelectItem, SetExpr, TableFactor,
 };
 
-use super::builder::{literal_position, Builder, Params};
+use super::builder::{literal_position, order_terms, Builder, Params};
 use super::{AggFn, JOut, JoinPlan, OutExpr, R};
 use crate::affinity::Affinity;
 use crate::planes::Planes;
@@ -241,72 +241,40 @@ pub(super) fn join_plan(
     // expression that is an output's (the same group column, COUNT(*) or
     // SUM of the same fact measure).
     let mut order_by = Vec::new();
-    if let Some(ob) = &q.order_by {
-        let sqlparser::ast::OrderByKind::Expressions(terms) = &ob.kind else {
-            return Err("ORDER BY ALL".into());
-        };
-        for t in terms {
-            if t.with_fill.is_some() {
-                return Err("ORDER BY WITH FILL".into());
-            }
-            let desc = match &t.options.sort {
-                None | Some(sqlparser::ast::OrderBySort::Asc) => false,
-                Some(sqlparser::ast::OrderBySort::Desc) => true,
-                Some(_) => return Err("ORDER BY USING".into()),
-            };
-            let at = if let Some(p) = literal_position(&t.expr) {
-                (1..=outputs.len())
-                    .contains(&p)
-                    .then(|| p - 1)
-                    .ok_or("ORDER BY position out of range")?
-            } else if let Some(k) = match &t.expr {
-                Expr::Identifier(i) => aliases.iter().position(|a| {
-                    a.as_deref()
-                        .is_some_and(|a| a.eq_ignore_ascii_case(&i.value))
-                }),
-                _ => None,
-            } {
-                k
-            } else {
-                let want = match sum_dim(&t.expr) {
-                    Some(m) => JOut::SumDim(m?),
-                    None => match b.out_expr(&t.expr)? {
-                        OutExpr::Group(i) => JOut::Group(i),
-                        OutExpr::Agg(i) => match b.aggs[i] {
-                            AggFn::CountStar => JOut::CountStar,
-                            AggFn::Sum(m) => JOut::SumFact(m),
-                            _ => return Err("ORDER BY an aggregate that is not an output".into()),
-                        },
+    for (e, desc, nulls_first) in order_terms(q)? {
+        let at = if let Some(p) = literal_position(e) {
+            (1..=outputs.len())
+                .contains(&p)
+                .then(|| p - 1)
+                .ok_or("ORDER BY position out of range")?
+        } else if let Some(k) = match e {
+            Expr::Identifier(i) => aliases.iter().position(|a| {
+                a.as_deref()
+                    .is_some_and(|a| a.eq_ignore_ascii_case(&i.value))
+            }),
+            _ => None,
+        } {
+            k
+        } else {
+            let want = match sum_dim(e) {
+                Some(m) => JOut::SumDim(m?),
+                None => match b.out_expr(e)? {
+                    OutExpr::Group(i) => JOut::Group(i),
+                    OutExpr::Agg(i) => match b.aggs[i] {
+                        AggFn::CountStar => JOut::CountStar,
+                        AggFn::Sum(m) => JOut::SumFact(m),
+                        _ => return Err("ORDER BY an aggregate that is not an output".into()),
                     },
-                };
-                outputs
-                    .iter()
-                    .position(|o| *o == want)
-                    .ok_or("ORDER BY a term that is not an output of the join")?
+                },
             };
-            order_by.push((at, desc, t.options.nulls_first.unwrap_or(!desc)));
-        }
+            outputs
+                .iter()
+                .position(|o| *o == want)
+                .ok_or("ORDER BY a term that is not an output of the join")?
+        };
+        order_by.push((at, desc, nulls_first));
     }
-    let (limit, offset) = match &q.limit_clause {
-        None => (None, None),
-        Some(sqlparser::ast::LimitClause::LimitOffset {
-            limit,
-            offset,
-            limit_by,
-        }) => {
-            if !limit_by.is_empty() {
-                return Err("LIMIT BY".into());
-            }
-            let l = limit.as_ref().map(|e| b.operand(e)).transpose()?;
-            let o = offset.as_ref().map(|o| b.operand(&o.value)).transpose()?;
-            (l, o)
-        }
-        Some(sqlparser::ast::LimitClause::OffsetCommaLimit { offset, limit }) => {
-            // The offset is first in the text: its `?` is numbered first.
-            let o = b.operand(offset)?;
-            (Some(b.operand(limit)?), Some(o))
-        }
-    };
+    let (limit, offset) = b.limit_offset(&q.limit_clause)?;
     if (limit.is_some() || offset.is_some())
         && !(0..b.group_by.len()).all(|i| {
             order_by

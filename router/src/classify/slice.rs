@@ -4,12 +4,11 @@
 //! table, every term is built by `builder` or the whole plan is declined
 //! (and the residue is tried next).
 
-use sqlparser::ast::{GroupByExpr, LimitClause, OrderByKind, Query, Select, SelectItem, SetExpr};
+use sqlparser::ast::{GroupByExpr, Query, Select, SelectItem, SetExpr};
 
-use super::builder::{literal_position, Builder, Params};
+use super::builder::{literal_position, order_terms, Builder, Params};
 use super::join::plain_table;
 use super::{AggFn, Class, OrderTerm, OutExpr, Plan, R};
-use crate::mutation::Mutation;
 use crate::planes::Planes;
 
 /// The plan of `sql` for the cells, `None` for a two-table join (which
@@ -123,60 +122,15 @@ pub(super) fn plan(
     };
     // ORDER BY.
     let mut order_by = Vec::new();
-    if let Some(ob) = &q.order_by {
-        if ob.interpolate.is_some() {
-            return Err("ORDER BY INTERPOLATE".into());
-        }
-        let OrderByKind::Expressions(terms) = &ob.kind else {
-            return Err("ORDER BY ALL".into());
-        };
-        for t in terms {
-            if t.with_fill.is_some() {
-                return Err("ORDER BY WITH FILL".into());
-            }
-            let desc = match &t.options.sort {
-                None | Some(sqlparser::ast::OrderBySort::Asc) => false,
-                Some(sqlparser::ast::OrderBySort::Desc) => true,
-                Some(_) => return Err("ORDER BY USING".into()),
-            };
-            let e = b.order_expr(&t.expr, &outputs, &aliases)?;
-            let nulls_first = t.options.nulls_first.unwrap_or(!desc);
-            order_by.push(OrderTerm {
-                e,
-                desc,
-                nulls_first,
-            });
-        }
+    for (e, desc, nulls_first) in order_terms(q)? {
+        let e = b.order_expr(e, &outputs, &aliases)?;
+        order_by.push(OrderTerm {
+            e,
+            desc,
+            nulls_first,
+        });
     }
-    // LIMIT / OFFSET.
-    let (limit, offset) = match &q.limit_clause {
-        None => (None, None),
-        Some(LimitClause::LimitOffset {
-            limit,
-            offset,
-            limit_by,
-        }) => {
-            if !limit_by.is_empty() {
-                return Err("LIMIT BY".into());
-            }
-            let l = limit.as_ref().map(|e| b.operand(e)).transpose()?;
-            let o = offset.as_ref().map(|o| b.operand(&o.value)).transpose()?;
-            (l, o)
-        }
-        Some(LimitClause::OffsetCommaLimit { offset, limit }) => {
-            // `LIMIT o, l`: the offset comes first in the text, so an
-            // anonymous `?` there is numbered first (operands are numbered
-            // in the order they are read).
-            let (o, l) = if crate::mutation::active(Mutation::CommaLimitParamsSwapped) {
-                let l = b.operand(limit)?;
-                (b.operand(offset)?, l)
-            } else {
-                let o = b.operand(offset)?;
-                (o, b.operand(limit)?)
-            };
-            (Some(l), Some(o))
-        }
-    };
+    let (limit, offset) = b.limit_offset(&q.limit_clause)?;
     if (limit.is_some() || offset.is_some()) && !b.group_by.is_empty() {
         // Rows beyond a partial ORDER BY are SQLite's choice; serve LIMIT only
         // when the order is total: every group column among the sort keys.
