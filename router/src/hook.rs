@@ -124,7 +124,7 @@ fn feed<'a, 'b>(
         // hook is not told the new value. A measure holding TEXT or BLOB is
         // foreign before and after, so only a dimension matters.
         Op::BlobWrite(col) => {
-            if entry.cols.dim_cols.contains(&col) {
+            if entry.cols.dim_cols.contains(&col) || entry.cols.expr_inputs.contains(&col) {
                 let name = entry
                     .cols
                     .columns
@@ -157,7 +157,9 @@ fn apply<'a>(
     if entry.broken.is_some() || entry.plane.fault().is_some() {
         return;
     }
-    let PlaneEntry { plane, cols, .. } = entry;
+    let PlaneEntry {
+        plane, cols, def, ..
+    } = entry;
     let (dim_cols, meas_cols, columns) = (&cols.dim_cols, &cols.meas_cols, &cols.columns);
     let nd = dim_cols.len();
     let col = |k: usize| {
@@ -167,7 +169,32 @@ fn apply<'a>(
             meas_cols[k - nd]
         }
     };
-    match apply_row(plane, weight, nd, meas_cols.len(), |k| get(col(k))) {
+    // Expression dimensions: SQLite's values over this row image.
+    let values = match &cols.eval {
+        None => Vec::new(),
+        Some(ev) => {
+            let ev = ev.lock().unwrap_or_else(|e| e.into_inner());
+            match ev.eval(&get) {
+                Ok(v) => v,
+                Err(what) => {
+                    if let Some(u) = log {
+                        u.overflowed = true;
+                    }
+                    plane.set_fault(format!(
+                        "an expression dimension's row holds {what}; PRAGMA pleroma_rebuild after fixing the data"
+                    ));
+                    return;
+                }
+            }
+        }
+    };
+    let value = |k: usize| -> rusqlite::Result<ValueRef<'_>> {
+        match col(k) {
+            c if c < 0 => Ok(ValueRef::from(&values[(-1 - c) as usize])),
+            c => get(c),
+        }
+    };
+    match apply_row(plane, weight, nd, meas_cols.len(), value) {
         Ok(Some(a)) => {
             if let Some(u) = log {
                 if u.log.len() >= UNDO_MAX {
@@ -193,7 +220,11 @@ fn apply<'a>(
             if let Some(u) = log {
                 u.overflowed = true;
             }
-            let name = columns.get(col(k) as usize).cloned().unwrap_or_default();
+            let name = if k < nd {
+                def.dims[k].clone()
+            } else {
+                columns.get(col(k) as usize).cloned().unwrap_or_default()
+            };
             plane.set_fault(format!(
                 "column {name} received {what}; PRAGMA pleroma_rebuild after fixing the data"
             ));

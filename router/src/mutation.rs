@@ -94,6 +94,7 @@ mutations! {
     UnguardedWritePasses = "unguarded_write_passes",
     CatchUpSkipsLog = "catch_up_skips_log",
     AppenderSkipsAffinity = "appender_skips_affinity",
+    ExprAffinityLost = "expr_affinity_lost",
 }
 
 #[cfg(feature = "mutations")]
@@ -219,6 +220,11 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     // stored for them ('7' into an INTEGER column is 7) (caught by the
     // suite's `@append` step).
     "appender_skips_affinity",
+    // An expression dimension evaluated over columns without their
+    // affinity: `CASE WHEN m > '50' …` compares an INTEGER with TEXT where
+    // SQLite compares two integers (caught by the suite's expression
+    // planes, fed row by row through the hook).
+    "expr_affinity_lost",
 ];
 
 /// Mutations of persisted planes that need a plain SQLite writer on a table

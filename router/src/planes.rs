@@ -222,8 +222,13 @@ impl Planes {
                     .dims
                     .iter()
                     .enumerate()
-                    .map(|(i, d)| {
-                        format!("{d}({} values, {} bits)", p.dict(i).len(), p.dim_bits(i))
+                    .map(|(i, _)| {
+                        format!(
+                            "{}({} values, {} bits)",
+                            e.def.dim_text(i),
+                            p.dict(i).len(),
+                            p.dim_bits(i)
+                        )
                     })
                     .collect::<Vec<_>>()
                     .join(", ");

@@ -186,11 +186,10 @@ fn nonempty(name: &str, what: &str, v: &str) -> Result<String, String> {
     }
 }
 
+/// A list's items, split at its top-level commas (an expression
+/// dimension's own commas stay inside its parentheses).
 fn list(v: &str) -> Vec<String> {
-    v.split(',')
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .collect()
+    crate::catalog::expr::split_list(v)
 }
 
 /// The value after `=` in `PRAGMA name = value`: one word, quoted name or

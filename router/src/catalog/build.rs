@@ -67,25 +67,48 @@ pub(crate) fn resolve_columns(
             .map(|i| i as i32)
             .ok_or_else(|| format!("column {t}.{name} no longer exists"))
     };
-    let dim_cols: Vec<i32> = entry
-        .def
-        .dims
-        .iter()
-        .map(|d| idx(d))
-        .collect::<Result<_, _>>()?;
+    let def = &entry.def;
+    let mut dim_cols: Vec<i32> = Vec::with_capacity(def.dims.len());
+    let mut exprs: Vec<&expr::DimExpr> = Vec::new();
+    for (k, d) in def.dims.iter().enumerate() {
+        match &def.exprs[k] {
+            None => dim_cols.push(idx(d)?),
+            Some(e) => {
+                let names: Vec<String> = cols.iter().map(|c| c.name.clone()).collect();
+                if names_a_column(&names, d) {
+                    return Err(format!(
+                        "expression dimension {d} is now also a column of {t}; attach it again under another name"
+                    ));
+                }
+                for i in &e.inputs {
+                    idx(i)?;
+                }
+                if let Err(err) = db.prepare(&format!("SELECT {} FROM main.{} LIMIT 0", e.sql, quote(t))) {
+                    return Err(format!("expression dimension {d} ({}): {err}", e.sql));
+                }
+                dim_cols.push(-1 - exprs.len() as i32);
+                exprs.push(e);
+            }
+        }
+    }
     let meas_cols = entry
         .def
         .measures
         .iter()
         .map(|m| idx(m))
         .collect::<Result<_, _>>()?;
-    let dim_aff: Vec<Affinity> = dim_cols.iter().map(|&i| cols[i as usize].aff).collect();
+    // An expression's value has no affinity (its top is no column, CAST
+    // or unary +, which attach checked).
+    let dim_aff: Vec<Affinity> = dim_cols
+        .iter()
+        .map(|&i| if i < 0 { Affinity::Blob } else { cols[i as usize].aff })
+        .collect();
     if dim_aff.contains(&Affinity::Real) {
         return Err("a dimension now has REAL affinity".into());
     }
     // Dimensions (and so limb keys) compare by BINARY only: the plane's
     // dictionary tells values apart byte for byte.
-    if let Some(c) = dim_cols.iter().map(|&i| &cols[i as usize]).find(|c| {
+    if let Some(c) = dim_cols.iter().filter(|&&i| i >= 0).map(|&i| &cols[i as usize]).find(|c| {
         !c.coll.eq_ignore_ascii_case("BINARY")
             && !crate::mutation::active(Mutation::CollationIgnored)
     }) {
@@ -94,11 +117,28 @@ pub(crate) fn resolve_columns(
             c.name, c.coll
         ));
     }
+    let (expr_inputs, eval) = if exprs.is_empty() {
+        (Vec::new(), None)
+    } else {
+        let eval_cols: Vec<expr::EvalColumn> = cols
+            .iter()
+            .map(|c| expr::EvalColumn {
+                name: c.name.clone(),
+                aff: c.aff,
+                coll: c.coll.clone(),
+            })
+            .collect();
+        let ev = expr::Evaluator::new(&eval_cols, &exprs)
+            .map_err(|e| format!("the expression dimensions' evaluator: {e}"))?;
+        (ev.inputs().to_vec(), Some(Arc::new(std::sync::Mutex::new(ev))))
+    };
     entry.cols = Arc::new(ColumnMap {
         dim_cols,
         meas_cols,
         dim_aff,
         columns: cols.into_iter().map(|c| c.name).collect(),
+        expr_inputs,
+        eval,
     });
     Ok(())
 }
@@ -130,11 +170,10 @@ pub(super) fn fill(db: &rusqlite::Connection, entry: &mut PlaneEntry) -> rusqlit
 }
 
 pub(super) fn scan_sql(def: &PlaneDef, range: Option<()>) -> String {
-    let list: Vec<String> = def
-        .dims
-        .iter()
-        .chain(&def.measures)
-        .map(|c| quote(c))
+    let list: Vec<String> = (0..def.dims.len())
+        .map(|k| def.dim_sql(k))
+        .chain(def.measures.iter().map(|c| quote(c)))
+        .chain(def.clock_inputs().into_iter().map(quote))
         .collect();
     let cols = if list.is_empty() {
         "1".to_owned()
@@ -157,8 +196,20 @@ pub(super) fn scan_rows(
     nm: usize,
     def: &PlaneDef,
 ) -> rusqlite::Result<()> {
+    let clock = def.clock_inputs();
     let mut rows = stmt.query(params)?;
     while let Some(row) = rows.next()? {
+        for (i, c) in clock.iter().enumerate() {
+            if expr::reads_the_clock(row.get_ref(nd + nm + i)?) {
+                plane.set_fault(format!(
+                    "column {c} holds a TEXT value that a date function of an expression dimension \
+                     may read as the clock or the time zone"
+                ));
+            }
+        }
+        if plane.fault().is_some() {
+            break;
+        }
         if let Err((k, what)) = apply_row(plane, 1, nd, nm, |k| row.get_ref(k)) {
             let name = if k < nd {
                 &def.dims[k]

@@ -11,6 +11,7 @@ use smallvec::SmallVec;
 use crate::affinity::Affinity;
 
 mod build;
+pub(crate) mod expr;
 
 pub(crate) use build::*;
 
@@ -23,7 +24,10 @@ const LIMBS: &str = "pleroma_limbs";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct PlaneDef {
     pub table: String,
+    /// Each dimension's name: a column, or an expression dimension's alias.
     pub dims: Vec<String>,
+    /// Per dimension: `Some` for an expression dimension (`EXPR AS name`).
+    pub exprs: Vec<Option<expr::DimExpr>>,
     pub measures: Vec<String>,
     /// Most distinct values per dimension.
     pub cap: usize,
@@ -63,6 +67,10 @@ pub(crate) struct ColumnMap {
     pub dim_aff: Vec<Affinity>,
     /// Every column of the table, in order (for messages).
     pub columns: Vec<String>,
+    /// The columns that expression dimensions read, and their evaluator
+    /// (an expression dimension `j` has `dim_cols` `-1 - j`).
+    pub expr_inputs: Vec<i32>,
+    pub eval: Option<Arc<std::sync::Mutex<expr::Evaluator>>>,
 }
 
 /// A plane attached to a table, with what the hook needs to feed it.
@@ -235,15 +243,48 @@ pub(crate) fn validate_def(
         seen.push(c.name.clone());
         Ok(c.name.clone())
     };
-    let dims = dims
+    let eval_cols: Vec<expr::EvalColumn> = cols
         .iter()
-        .map(|d| resolve(d, "dimension"))
-        .collect::<Result<Vec<_>, _>>()?;
+        .filter(|c| c.hidden == 0)
+        .map(|c| expr::EvalColumn {
+            name: c.name.clone(),
+            aff: c.aff,
+            coll: c.coll.clone(),
+        })
+        .collect();
+    let col_names: Vec<String> = eval_cols.iter().map(|c| c.name.clone()).collect();
+    let mut names = Vec::new();
+    let mut exprs = Vec::new();
+    for d in dims {
+        match expr::split_alias(d) {
+            Some((sql, alias)) => {
+                if names_a_column(&col_names, &alias) {
+                    return Err(format!(
+                        "pleroma_attach: dimension {alias} ({sql}) is named like a column of {name}; \
+                         give the expression another name"
+                    ));
+                }
+                if names.iter().any(|n: &String| n.eq_ignore_ascii_case(&alias)) {
+                    return Err(format!("pleroma_attach: dimension {alias} is given twice"));
+                }
+                expr::check(db, &name, &alias, &sql, &eval_cols)?;
+                names.push(alias);
+                exprs.push(Some(expr::DimExpr::new(&sql, &col_names)));
+            }
+            None => {
+                names.push(resolve(d, "dimension")?);
+                exprs.push(None);
+            }
+        }
+    }
     let measures = measures
         .iter()
         .map(|m| resolve(m, "measure"))
         .collect::<Result<Vec<_>, _>>()?;
-    for d in &dims {
+    for (k, d) in names.iter().enumerate() {
+        if exprs[k].is_some() {
+            continue;
+        }
         let c = cols.iter().find(|c| &c.name == d).expect("resolved");
         if c.aff == Affinity::Real {
             return Err(format!(
@@ -258,7 +299,9 @@ pub(crate) fn validate_def(
             ));
         }
     }
-    Ok(PlaneDef::plane(name, dims, measures))
+    let mut def = PlaneDef::plane(name, names, measures);
+    def.exprs = exprs;
+    Ok(def)
 }
 
 /// After the build: a measure that received a REAL, TEXT or BLOB value is
@@ -289,11 +332,68 @@ impl PlaneDef {
     pub fn plane(table: String, dims: Vec<String>, measures: Vec<String>) -> PlaneDef {
         PlaneDef {
             table,
+            exprs: vec![None; dims.len()],
             dims,
             measures,
             cap: 1024,
             role: Role::Plane,
         }
+    }
+
+    /// Whether dimension `k` is an expression dimension.
+    pub fn is_expr(&self, k: usize) -> bool {
+        self.exprs.get(k).is_some_and(Option::is_some)
+    }
+
+    /// Dimension `k` as SQL over the table: its quoted column, or its
+    /// expression in parentheses.
+    pub fn dim_sql(&self, k: usize) -> String {
+        match self.exprs.get(k).and_then(Option::as_ref) {
+            Some(e) => format!("({})", e.sql),
+            None => quote(&self.dims[k]),
+        }
+    }
+
+    /// Dimension `k` as `pleroma_attach` takes it.
+    pub fn dim_text(&self, k: usize) -> String {
+        match self.exprs.get(k).and_then(Option::as_ref) {
+            Some(e) => format!("{} AS {}", e.sql, self.dims[k]),
+            None => self.dims[k].clone(),
+        }
+    }
+
+    /// The columns whose TEXT values a scan checks for the clock: the
+    /// inputs of expression dimensions that call a date function.
+    pub fn clock_inputs(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for e in self.exprs.iter().flatten().filter(|e| e.clock) {
+            for c in &e.inputs {
+                if !out.contains(&c.as_str()) {
+                    out.push(c);
+                }
+            }
+        }
+        out
+    }
+
+    /// The table's columns that the plane reads: each column dimension,
+    /// each column an expression dimension names, each measure.
+    pub fn columns_read(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for (k, d) in self.dims.iter().enumerate() {
+            match &self.exprs[k] {
+                Some(e) => out.extend(e.inputs.iter().map(String::as_str)),
+                None => out.push(d),
+            }
+        }
+        out.extend(self.measures.iter().map(String::as_str));
+        let mut seen: Vec<&str> = Vec::new();
+        out.retain(|c| {
+            let new = !seen.iter().any(|s| s.eq_ignore_ascii_case(c));
+            seen.push(*c);
+            new
+        });
+        out
     }
 
     pub fn limb(&self) -> Option<&LimbDef> {
@@ -343,9 +443,18 @@ pub(crate) fn limb_defs(
         dim_key: dk.name.clone(),
     };
     let mut fact_dims = vec![fk.name.clone()];
-    fact_dims.extend(fact_plane.dims.iter().filter(|d| **d != fk.name).cloned());
+    // The limb's fact side keeps the plane's column dimensions only.
+    fact_dims.extend(
+        fact_plane
+            .dims
+            .iter()
+            .enumerate()
+            .filter(|(k, d)| **d != fk.name && !fact_plane.is_expr(*k))
+            .map(|(_, d)| d.clone()),
+    );
     let fact_side = PlaneDef {
         table: fact_plane.table.clone(),
+        exprs: vec![None; fact_dims.len()],
         dims: fact_dims,
         measures: fact_plane.measures.clone(),
         cap: LIMB_CAP,
@@ -371,6 +480,7 @@ pub(crate) fn limb_defs(
     }
     let dim_side = PlaneDef {
         table: dim_name,
+        exprs: vec![None],
         dims: vec![dk.name.clone()],
         measures: dim_measures,
         cap: LIMB_CAP,
@@ -428,9 +538,67 @@ pub(crate) fn store(db: &rusqlite::Connection, def: &PlaneDef) -> rusqlite::Resu
     ))?;
     db.execute(
         &format!("INSERT OR REPLACE INTO main.{CATALOG}(tbl, dims, measures) VALUES (?1, ?2, ?3)"),
-        [&def.table, &def.dims.join(","), &def.measures.join(",")],
+        [&def.table, &dims_text(def), &def.measures.join(",")],
     )?;
     Ok(())
+}
+
+/// The separator of a catalog `dims` text that holds an expression
+/// dimension (whose SQL may hold commas). A version without expression
+/// dimensions reads such a text as columns it cannot find, and keeps the
+/// plane out of service.
+const EXPR_SEP: char = '\u{1f}';
+
+/// A definition's dimensions as the catalog stores them: the names joined
+/// by commas, or with any expression dimension, each as `pleroma_attach`
+/// takes it, joined by [`EXPR_SEP`].
+pub(crate) fn dims_text(def: &PlaneDef) -> String {
+    if def.exprs.iter().all(Option::is_none) {
+        return def.dims.join(",");
+    }
+    (0..def.dims.len())
+        .map(|k| def.dim_text(k))
+        .collect::<Vec<_>>()
+        .join(&EXPR_SEP.to_string())
+}
+
+/// A catalog row's definition, its expression dimensions read against the
+/// table's columns now.
+fn def_of_row(
+    db: &rusqlite::Connection,
+    table: String,
+    dims: &str,
+    measures: &str,
+) -> PlaneDef {
+    let split = |s: &str, sep: char| {
+        s.split(sep)
+            .filter(|x| !x.is_empty())
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let measures = split(measures, ',');
+    if !dims.contains(EXPR_SEP) {
+        return PlaneDef::plane(table, split(dims, ','), measures);
+    }
+    let columns: Vec<String> = table_columns(db, &table)
+        .map(|cs| cs.into_iter().map(|c| c.name).collect())
+        .unwrap_or_default();
+    let (mut names, mut exprs) = (Vec::new(), Vec::new());
+    for item in split(dims, EXPR_SEP) {
+        match expr::split_alias(&item) {
+            Some((sql, name)) => {
+                names.push(name);
+                exprs.push(Some(expr::DimExpr::new(&sql, &columns)));
+            }
+            None => {
+                names.push(item);
+                exprs.push(None);
+            }
+        }
+    }
+    let mut def = PlaneDef::plane(table, names, measures);
+    def.exprs = exprs;
+    def
 }
 
 pub(crate) fn remove(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<()> {
@@ -449,20 +617,19 @@ pub(crate) fn load(db: &rusqlite::Connection) -> rusqlite::Result<Vec<PlaneDef>>
     let mut stmt = db.prepare(&format!(
         "SELECT tbl, dims, measures FROM main.{CATALOG} ORDER BY tbl"
     ))?;
-    let split = |s: String| {
-        s.split(',')
-            .filter(|x| !x.is_empty())
-            .map(str::to_owned)
-            .collect::<Vec<_>>()
-    };
-    let rows = stmt.query_map([], |r| {
-        Ok(PlaneDef::plane(
-            r.get(0)?,
-            split(r.get(1)?),
-            split(r.get(2)?),
-        ))
-    })?;
-    rows.collect()
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows
+        .into_iter()
+        .map(|(t, d, m)| def_of_row(db, t, &d, &m))
+        .collect())
 }
 
 /// Why a plane was rebuilt from its table (shown by `pleroma_planes`).

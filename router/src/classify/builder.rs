@@ -53,6 +53,9 @@ pub(super) struct Builder {
     pub(super) dims: Vec<String>,
     pub(super) measures: Vec<String>,
     pub(super) dim_aff: Vec<Affinity>,
+    /// Per dimension: an expression dimension's token key (its SQL as
+    /// sqlparser prints it, read by `expr::token_key`).
+    pub(super) dim_keys: Vec<Option<Vec<(crate::tokenize::Kind, String)>>>,
     /// Every column of the table (SQLite resolves a name to one of them
     /// before an output alias).
     pub(super) columns: Vec<String>,
@@ -131,8 +134,26 @@ impl Builder {
             }
         })
     }
-    /// A column reference of the planed table.
+    /// An expression dimension that `e` is (the same tokens, up to case,
+    /// quotes and the table's qualifier).
+    fn expr_dim(&self, e: &Expr) -> Option<usize> {
+        if self.dim_keys.iter().all(Option::is_none) {
+            return None;
+        }
+        let key = crate::catalog::expr::token_key(
+            &e.to_string(),
+            &[self.alias.as_str(), self.table.as_str(), "main"],
+        );
+        self.dim_keys
+            .iter()
+            .position(|k| k.as_ref().is_some_and(|k| *k == key))
+    }
+
+    /// A column reference of the planed table, or an expression dimension.
     pub(super) fn column(&self, e: &Expr) -> Option<Result<Col, String>> {
+        if !matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Nested(_)) {
+            return self.expr_dim(e).map(|d| Ok(Col::Dim(d)));
+        }
         let name = match e {
             Expr::Identifier(i) => &i.value,
             Expr::CompoundIdentifier(parts) => match parts.as_slice() {
@@ -149,7 +170,10 @@ impl Builder {
             Expr::Nested(inner) => return self.column(inner),
             _ => return None,
         };
-        if let Some(d) = self.dims.iter().position(|d| d.eq_ignore_ascii_case(name)) {
+        // An expression dimension's name is no column of the table.
+        if let Some(d) = (0..self.dims.len())
+            .find(|&d| self.dim_keys[d].is_none() && self.dims[d].eq_ignore_ascii_case(name))
+        {
             return Some(Ok(Col::Dim(d)));
         }
         if let Some(m) = self
@@ -337,6 +361,13 @@ impl Builder {
             [ObjectNamePart::Identifier(i)] => i.value.to_ascii_lowercase(),
             _ => return Err("a qualified function name".into()),
         };
+        if !super::AGGREGATES.contains(&name.as_str()) {
+            // A scalar function: an expression dimension, or not served.
+            return match self.expr_dim(e) {
+                Some(_) => Ok(None),
+                None => Err(format!("function {name}() is not served")),
+            };
+        }
         if f.filter.is_some()
             || f.over.is_some()
             || !f.within_group.is_empty()

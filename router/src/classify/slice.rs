@@ -41,6 +41,7 @@ pub(super) fn plan(
         dims: entry.def.dims.clone(),
         measures: entry.def.measures.clone(),
         dim_aff: entry.cols.dim_aff.clone(),
+        dim_keys: dim_keys(&entry.def),
         columns: entry.cols.columns.clone(),
         aggs: Vec::new(),
         params: Params::default(),
@@ -83,9 +84,14 @@ pub(super) fn plan(
                 };
                 b.dim_of(e).ok_or("GROUP BY a non-dimension")?
             }
-            None => b
-                .dim_of(g)
-                .ok_or("GROUP BY an expression that is not a dimension column")?,
+            None => match output_alias(&b, sel, g) {
+                // A name that is no column of the table but an output's
+                // alias groups by that output (SQLite's order, resolve.c).
+                Some(e) => b.dim_of(e).ok_or("GROUP BY an alias of a non-dimension")?,
+                None => b
+                    .dim_of(g)
+                    .ok_or("GROUP BY an expression that is not a dimension column")?,
+            },
         };
         if !b.group_by.contains(&dim) {
             b.group_by.push(dim);
@@ -195,4 +201,39 @@ pub(super) fn table_of(shared: &Planes, sel: &Select) -> R<(usize, String)> {
         .find(&table)
         .ok_or_else(|| format!("no plane on table {table}"))?;
     Ok((idx, alias))
+}
+
+/// Each expression dimension's token key, from its SQL as sqlparser prints
+/// it (so that a query's expression, printed the same way, compares by its
+/// tokens). One that does not parse gets a key nothing matches.
+pub(super) fn dim_keys(def: &crate::catalog::PlaneDef) -> Vec<Option<Vec<(crate::tokenize::Kind, String)>>> {
+    def.exprs
+        .iter()
+        .map(|e| {
+            e.as_ref().map(|e| {
+                sqlparser::parser::Parser::new(&sqlparser::dialect::SQLiteDialect {})
+                    .try_with_sql(&e.sql)
+                    .and_then(|mut p| p.parse_expr())
+                    .map(|x| crate::catalog::expr::token_key(&x.to_string(), &[]))
+                    .unwrap_or_default()
+            })
+        })
+        .collect()
+}
+
+/// The expression of the output whose alias `g` names, when `g` is a bare
+/// name that no column of the table (nor the rowid) takes first.
+fn output_alias<'a>(b: &Builder, sel: &'a Select, g: &sqlparser::ast::Expr) -> Option<&'a sqlparser::ast::Expr> {
+    let sqlparser::ast::Expr::Identifier(i) = g else {
+        return None;
+    };
+    if super::names_a_column(&b.columns, &i.value) {
+        return None;
+    }
+    sel.projection.iter().find_map(|item| match item {
+        SelectItem::ExprWithAlias { expr, alias } if alias.value.eq_ignore_ascii_case(&i.value) => {
+            Some(expr)
+        }
+        _ => None,
+    })
 }

@@ -181,7 +181,15 @@ impl Connection {
             .iter()
             .filter(|e| e.def.table.eq_ignore_ascii_case(table))
         {
-            for &c in e.cols.dim_cols.iter().chain(&e.cols.meas_cols) {
+            // An expression dimension (a negative index) reads its inputs.
+            for &c in e
+                .cols
+                .dim_cols
+                .iter()
+                .chain(&e.cols.meas_cols)
+                .chain(&e.cols.expr_inputs)
+                .filter(|&&c| c >= 0)
+            {
                 if !plane_cols.contains(&c) {
                     plane_cols.push(c);
                 }

@@ -112,7 +112,7 @@ pub(super) fn guards_needed<'a>(
 ) -> Vec<(String, String)> {
     let mut tables: Vec<(String, Vec<&str>)> = Vec::new();
     for def in defs {
-        let cols = def.dims.iter().chain(&def.measures).map(String::as_str);
+        let cols = def.columns_read().into_iter();
         match tables
             .iter_mut()
             .find(|(t, _)| t.eq_ignore_ascii_case(&def.table))

@@ -21,7 +21,7 @@ pub(super) fn entry_key(def: &PlaneDef) -> String {
     format!(
         "{role}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}",
         def.table,
-        def.dims.join(","),
+        crate::catalog::dims_text(def),
         def.measures.join(","),
         def.cap
     )

@@ -217,8 +217,9 @@ impl Walker<'_> {
             },
             _ => return None,
         };
+        // An expression dimension's name is no column: never matched here.
         let def = &self.shared.entry(c.entry).def;
-        def.dims.iter().position(|d| d.eq_ignore_ascii_case(name))
+        (0..def.dims.len()).find(|&k| !def.is_expr(k) && def.dims[k].eq_ignore_ascii_case(name))
     }
 
     pub(super) fn measure(&self, c: &Core, e: &Expr) -> Option<usize> {

@@ -504,7 +504,7 @@ pub(crate) fn recompute_extrema(
             .dims
             .iter()
             .enumerate()
-            .map(|(i, d)| format!("{} IS ?{}", quote(d), i + 1))
+            .map(|(i, _)| format!("{} IS ?{}", entry.def.dim_sql(i), i + 1))
             .collect();
         let mcol = quote(&entry.def.measures[m]);
         let sql = format!(
