@@ -83,7 +83,9 @@ pub(crate) fn resolve_columns(
                 for i in &e.inputs {
                     idx(i)?;
                 }
-                if let Err(err) = db.prepare(&format!("SELECT {} FROM main.{} LIMIT 0", e.sql, quote(t))) {
+                if let Err(err) =
+                    db.prepare(&format!("SELECT {} FROM main.{} LIMIT 0", e.sql, quote(t)))
+                {
                     return Err(format!("expression dimension {d} ({}): {err}", e.sql));
                 }
                 dim_cols.push(-1 - exprs.len() as i32);
@@ -101,17 +103,28 @@ pub(crate) fn resolve_columns(
     // or unary +, which attach checked).
     let dim_aff: Vec<Affinity> = dim_cols
         .iter()
-        .map(|&i| if i < 0 { Affinity::Blob } else { cols[i as usize].aff })
+        .map(|&i| {
+            if i < 0 {
+                Affinity::Blob
+            } else {
+                cols[i as usize].aff
+            }
+        })
         .collect();
     if dim_aff.contains(&Affinity::Real) {
         return Err("a dimension now has REAL affinity".into());
     }
     // Dimensions (and so limb keys) compare by BINARY only: the plane's
     // dictionary tells values apart byte for byte.
-    if let Some(c) = dim_cols.iter().filter(|&&i| i >= 0).map(|&i| &cols[i as usize]).find(|c| {
-        !c.coll.eq_ignore_ascii_case("BINARY")
-            && !crate::mutation::active(Mutation::CollationIgnored)
-    }) {
+    if let Some(c) = dim_cols
+        .iter()
+        .filter(|&&i| i >= 0)
+        .map(|&i| &cols[i as usize])
+        .find(|c| {
+            !c.coll.eq_ignore_ascii_case("BINARY")
+                && !crate::mutation::active(Mutation::CollationIgnored)
+        })
+    {
         return Err(format!(
             "column {t}.{} has collation {}; only BINARY is supported",
             c.name, c.coll
@@ -130,7 +143,10 @@ pub(crate) fn resolve_columns(
             .collect();
         let ev = expr::Evaluator::new(&eval_cols, &exprs)
             .map_err(|e| format!("the expression dimensions' evaluator: {e}"))?;
-        (ev.inputs().to_vec(), Some(Arc::new(std::sync::Mutex::new(ev))))
+        (
+            ev.inputs().to_vec(),
+            Some(Arc::new(std::sync::Mutex::new(ev))),
+        )
     };
     entry.cols = Arc::new(ColumnMap {
         dim_cols,

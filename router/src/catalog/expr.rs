@@ -24,8 +24,8 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::vtab::{
-    Context, Filters, IndexInfo, Module, VTab, VTabConnection, VTabCursor, sqlite3_vtab,
-    sqlite3_vtab_cursor,
+    sqlite3_vtab, sqlite3_vtab_cursor, Context, Filters, IndexInfo, Module, VTab, VTabConnection,
+    VTabCursor,
 };
 
 use crate::affinity::Affinity;
@@ -159,7 +159,9 @@ pub(crate) fn token_key(sql: &str, qualifiers: &[&str]) -> Vec<(Kind, String)> {
                 .get(i + 2)
                 .is_some_and(|c| matches!(c.kind, Kind::Word | Kind::Quoted))
             && (i == 0 || code[i - 1].text != ".")
-            && qualifiers.iter().any(|q| q.eq_ignore_ascii_case(&t.value()))
+            && qualifiers
+                .iter()
+                .any(|q| q.eq_ignore_ascii_case(&t.value()))
         {
             i += 2;
             continue;
@@ -263,7 +265,10 @@ pub(crate) fn check(
         }
         _ => {}
     }
-    let expr = DimExpr::new(sql, &columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>());
+    let expr = DimExpr::new(
+        sql,
+        &columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+    );
     for c in columns.iter().filter(|c| expr.inputs.contains(&c.name)) {
         if !builtin_collation(&c.coll) {
             return bad(format!(
@@ -350,19 +355,18 @@ impl Evaluator {
                 }
             }
         }
-        let decl_columns: Vec<EvalColumn> = if crate::mutation::active(
-            crate::mutation::Mutation::ExprAffinityLost,
-        ) {
-            columns
-                .iter()
-                .map(|c| EvalColumn {
-                    aff: Affinity::Blob,
-                    ..c.clone()
-                })
-                .collect()
-        } else {
-            columns.to_vec()
-        };
+        let decl_columns: Vec<EvalColumn> =
+            if crate::mutation::active(crate::mutation::Mutation::ExprAffinityLost) {
+                columns
+                    .iter()
+                    .map(|c| EvalColumn {
+                        aff: Affinity::Blob,
+                        ..c.clone()
+                    })
+                    .collect()
+            } else {
+                columns.to_vec()
+            };
         let cell = Arc::new(RowCell {
             decl: CString::new(format!("CREATE TABLE x({})", declarations(&decl_columns)))
                 .map_err(|_| rusqlite::Error::InvalidQuery)?,
@@ -405,8 +409,8 @@ impl Evaluator {
                             .into(),
                     );
                 }
-                row[c as usize] = Value::try_from(v)
-                    .map_err(|_| "text that is not UTF-8".to_owned())?;
+                row[c as usize] =
+                    Value::try_from(v).map_err(|_| "text that is not UTF-8".to_owned())?;
             }
         }
         let mut stmt = self
@@ -525,7 +529,10 @@ mod tests {
         let k = |s: &str| token_key(s, &["e", "ev", "main"]);
         assert_eq!(k("date(ts, 'unixepoch')"), k("DATE( \"TS\" ,'unixepoch' )"));
         assert_eq!(k("date(ts, 'unixepoch')"), k("date(e.ts, 'unixepoch')"));
-        assert_eq!(k("date(ts, 'unixepoch')"), k("date(main.ev.ts, 'unixepoch')"));
+        assert_eq!(
+            k("date(ts, 'unixepoch')"),
+            k("date(main.ev.ts, 'unixepoch')")
+        );
         assert_ne!(k("date(ts, 'unixepoch')"), k("date(ts, 'UNIXEPOCH')"));
         assert_ne!(k("ts / 86400"), k("ts / 86400.0"));
         assert_ne!(k("date(ts, 'unixepoch')"), k("date(x.ts, 'unixepoch')"));

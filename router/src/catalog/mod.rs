@@ -264,7 +264,10 @@ pub(crate) fn validate_def(
                          give the expression another name"
                     ));
                 }
-                if names.iter().any(|n: &String| n.eq_ignore_ascii_case(&alias)) {
+                if names
+                    .iter()
+                    .any(|n: &String| n.eq_ignore_ascii_case(&alias))
+                {
                     return Err(format!("pleroma_attach: dimension {alias} is given twice"));
                 }
                 expr::check(db, &name, &alias, &sql, &eval_cols)?;
@@ -551,25 +554,20 @@ const EXPR_SEP: char = '\u{1f}';
 
 /// A definition's dimensions as the catalog stores them: the names joined
 /// by commas, or with any expression dimension, each as `pleroma_attach`
-/// takes it, joined by [`EXPR_SEP`].
+/// takes it, each followed by [`EXPR_SEP`].
 pub(crate) fn dims_text(def: &PlaneDef) -> String {
     if def.exprs.iter().all(Option::is_none) {
         return def.dims.join(",");
     }
+    // Each item ends with the separator, so that one item alone has it.
     (0..def.dims.len())
-        .map(|k| def.dim_text(k))
-        .collect::<Vec<_>>()
-        .join(&EXPR_SEP.to_string())
+        .map(|k| format!("{}{EXPR_SEP}", def.dim_text(k)))
+        .collect()
 }
 
 /// A catalog row's definition, its expression dimensions read against the
 /// table's columns now.
-fn def_of_row(
-    db: &rusqlite::Connection,
-    table: String,
-    dims: &str,
-    measures: &str,
-) -> PlaneDef {
+fn def_of_row(db: &rusqlite::Connection, table: String, dims: &str, measures: &str) -> PlaneDef {
     let split = |s: &str, sep: char| {
         s.split(sep)
             .filter(|x| !x.is_empty())

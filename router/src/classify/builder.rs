@@ -151,7 +151,10 @@ impl Builder {
 
     /// A column reference of the planed table, or an expression dimension.
     pub(super) fn column(&self, e: &Expr) -> Option<Result<Col, String>> {
-        if !matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Nested(_)) {
+        if !matches!(
+            e,
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Nested(_)
+        ) {
             return self.expr_dim(e).map(|d| Ok(Col::Dim(d)));
         }
         let name = match e {

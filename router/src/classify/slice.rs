@@ -206,7 +206,9 @@ pub(super) fn table_of(shared: &Planes, sel: &Select) -> R<(usize, String)> {
 /// Each expression dimension's token key, from its SQL as sqlparser prints
 /// it (so that a query's expression, printed the same way, compares by its
 /// tokens). One that does not parse gets a key nothing matches.
-pub(super) fn dim_keys(def: &crate::catalog::PlaneDef) -> Vec<Option<Vec<(crate::tokenize::Kind, String)>>> {
+pub(super) fn dim_keys(
+    def: &crate::catalog::PlaneDef,
+) -> Vec<Option<Vec<(crate::tokenize::Kind, String)>>> {
     def.exprs
         .iter()
         .map(|e| {
@@ -223,7 +225,11 @@ pub(super) fn dim_keys(def: &crate::catalog::PlaneDef) -> Vec<Option<Vec<(crate:
 
 /// The expression of the output whose alias `g` names, when `g` is a bare
 /// name that no column of the table (nor the rowid) takes first.
-fn output_alias<'a>(b: &Builder, sel: &'a Select, g: &sqlparser::ast::Expr) -> Option<&'a sqlparser::ast::Expr> {
+fn output_alias<'a>(
+    b: &Builder,
+    sel: &'a Select,
+    g: &sqlparser::ast::Expr,
+) -> Option<&'a sqlparser::ast::Expr> {
     let sqlparser::ast::Expr::Identifier(i) = g else {
         return None;
     };
