@@ -25,12 +25,14 @@ pub enum Class {
     /// Served with a residue: the cells answer the aggregate core, SQLite
     /// evaluates the rest over the grouped rows.
     X,
+    /// A plane over expression dimensions, queried by its expressions.
+    E,
     Out,
     Any,
 }
 
 impl Class {
-    pub const ALL: [Class; 9] = [
+    pub const ALL: [Class; 10] = [
         Class::T,
         Class::W,
         Class::G,
@@ -38,6 +40,7 @@ impl Class {
         Class::D,
         Class::J,
         Class::X,
+        Class::E,
         Class::Out,
         Class::Any,
     ];
@@ -356,10 +359,10 @@ impl Gen<'_> {
     }
 
     fn block(&mut self) {
-        match self
-            .rng
-            .weighted(&[30, 22, 12, 10, 5, 4, 3, 2, 3, 3, 6, 5, 2, 6, 4, 4, 2, 4, 5])
-        {
+        match self.rng.weighted(&[
+            30, 22, 12, 10, 5, 4, 3, 2, 3, 3, 6, 5, 2, 6, 4, 4, 2, 4, 5, 4,
+        ]) {
+            19 => self.expr_plane(),
             18 => self.batch_in_txn(),
             17 => self.append(),
             16 => self.fts_in_txn(),
@@ -681,6 +684,227 @@ impl Gen<'_> {
         // A ROLLBACK TO, or a RELEASE under BEGIN, leaves the transaction
         // open: end it here (with none open, both sides fail alike).
         self.settle();
+    }
+
+    /// A literal of any storage class for the expression plane's table,
+    /// with the edges its expressions have: NULL, small and far-away
+    /// timestamps (past year 9999 a date is NULL), negative ones, numbers
+    /// as TEXT, REAL, and text that is no number.
+    fn odd_value(&mut self) -> String {
+        match self.rng.below(14) {
+            0 => "NULL".into(),
+            1 => format!("{}", self.rng.below(100)),
+            2 => format!("{}", 1_769_904_000 + self.rng.range(0, 200) * 43_200),
+            3 => format!("-{}", self.rng.range(0, 3_000_000_000)),
+            4 => (*self.rng.pick(&[
+                "253402300799",
+                "253402300800",
+                "-210866760000",
+                "-210866760001",
+            ]))
+            .into(),
+            5 => format!("'{}'", self.rng.below(100)),
+            6 => format!("'{}.5'", self.rng.below(10)),
+            7 => (*self
+                .rng
+                .pick(&["'x'", "'X'", "'xy'", "'é'", "''", "' 5'", "'5 '"]))
+            .into(),
+            8 => format!("{}.0", self.rng.below(10)),
+            9 => format!("{}.25", self.rng.below(100)),
+            10 => (*self
+                .rng
+                .pick(&["'2026-03-04 10:00'", "'2026-02-30'", "'1769904000'"]))
+            .into(),
+            11 => "1".into(),
+            12 => "2".into(),
+            _ => format!("{}", self.rng.below(6)),
+        }
+    }
+
+    /// A table with a plane over expression dimensions (issue 22, item 1),
+    /// written row by row (the hook's evaluator), rebuilt and reopened (the
+    /// scan and the persisted state), and queried by the same expressions
+    /// as the plane's, spelled with other spacing, case, quotes and
+    /// qualifiers.
+    fn expr_plane(&mut self) {
+        // Every expression gives INTEGER, TEXT or NULL for any input, so
+        // the plane stays in service and each query must be served.
+        const EXPRS: &[&str] = &[
+            "date(a, 'unixepoch')",
+            "strftime('%Y-%m', a, 'unixepoch')",
+            "datetime(a, 'unixepoch', 'start of month')",
+            "date(b)",
+            "CAST(a AS INTEGER) / 86400",
+            "CAST(a AS INTEGER) % 7",
+            "substr(b, 1, 2)",
+            "CASE WHEN a > '50' THEN 'big' WHEN a IS NULL THEN 'none' ELSE 'small' END",
+            "CASE n WHEN '1' THEN 'one' WHEN 2 THEN 'two' ELSE 'other' END",
+            "iif(n >= '3', 1, 0)",
+            "length(b)",
+            "typeof(c)",
+            "a = b",
+            "c < '5'",
+            "upper(b) = 'X'",
+            "b || '-' || a",
+            "instr(b, 'x')",
+            "hex(c)",
+        ];
+        const LITS: &[&str] = &[
+            "'2026-02-01'",
+            "'2026-02'",
+            "'2026-02-01 00:00:00'",
+            "1",
+            "0",
+            "20500",
+            "'big'",
+            "'small'",
+            "'one'",
+            "'other'",
+            "'integer'",
+            "'text'",
+            "'x'",
+            "'5'",
+            "2",
+        ];
+        self.settle();
+        let x = format!("xe{}", self.rng.below(1 << 30));
+        self.exec(format!(
+            "CREATE TABLE {x}(id INTEGER PRIMARY KEY, a INTEGER, b TEXT, c, n NUMERIC, m INTEGER)"
+        ));
+        let row = |g: &mut Self| {
+            format!(
+                "({}, {}, {}, {}, {})",
+                g.odd_value(),
+                g.odd_value(),
+                g.odd_value(),
+                g.odd_value(),
+                *g.rng.pick(&["NULL", "1", "7", "-3", "100"])
+            )
+        };
+        let rows: Vec<String> = (0..self.rng.range(3, 30)).map(|_| row(self)).collect();
+        self.exec(format!(
+            "INSERT INTO {x}(a, b, c, n, m) VALUES {}",
+            rows.join(", ")
+        ));
+        let k = pick_distinct(&mut self.rng, EXPRS.len(), 2);
+        let (e1, e2) = (EXPRS[k[0]], EXPRS[k[1]]);
+        let mut dims = vec![format!("{e1} AS e1")];
+        if self.rng.chance(0.5) {
+            dims.push(format!("{e2} AS e2"));
+        }
+        if self.rng.chance(0.5) {
+            dims.insert(self.rng.below(dims.len() + 1), "b".into());
+        }
+        self.push(Step::Pleroma(format!(
+            "PRAGMA pleroma_attach('{x}', '{}', 'm')",
+            dims.join(", ").replace('\'', "''")
+        )));
+        let grouped = dims.iter().any(|d| d == "b");
+        // The same expression as the query writes it: other spacing, the
+        // function names in capitals, the column quoted or qualified.
+        let respell = |g: &mut Self, e: &str| -> String {
+            match g.rng.below(4) {
+                0 => e.replace(", ", " ,  "),
+                1 => e
+                    .replacen("date(", "DATE(", 1)
+                    .replacen("substr(", "SUBSTR(", 1),
+                2 => e.replacen("(a", "(\"a\"", 1),
+                _ => e.replacen("(a", &format!("({x}.a"), 1),
+            }
+        };
+        for _ in 0..self.rng.range(3, 9) {
+            let inside = self.rng.chance(0.3);
+            if inside {
+                self.exec("BEGIN".into());
+            }
+            for _ in 0..self.rng.range(1, 3) {
+                let w = match self.rng.below(5) {
+                    0 | 1 => {
+                        let rows: Vec<String> =
+                            (0..self.rng.range(1, 4)).map(|_| row(self)).collect();
+                        format!("INSERT INTO {x}(a, b, c, n, m) VALUES {}", rows.join(", "))
+                    }
+                    2 | 3 => {
+                        let col = *self.rng.pick(&["a", "b", "c", "n", "m"]);
+                        // The measure holds integers only.
+                        let v = if col == "m" {
+                            (*self.rng.pick(&["NULL", "m + 1", "-5"])).to_owned()
+                        } else {
+                            self.odd_value()
+                        };
+                        format!(
+                            "UPDATE {x} SET {col} = {v} WHERE id % {} = {}",
+                            self.rng.range(2, 5),
+                            self.rng.range(0, 2)
+                        )
+                    }
+                    _ => format!(
+                        "DELETE FROM {x} WHERE id % {} = {}",
+                        self.rng.range(3, 7),
+                        self.rng.range(0, 3)
+                    ),
+                };
+                self.exec(w);
+            }
+            if inside {
+                let end = if self.rng.chance(0.6) {
+                    "COMMIT"
+                } else {
+                    "ROLLBACK"
+                };
+                self.exec(end.into());
+            }
+            match self.rng.below(12) {
+                0 => self.push(Step::Reopen),
+                1 => self.push(Step::Pleroma(format!("PRAGMA pleroma_rebuild('{x}')"))),
+                _ => {}
+            }
+            for _ in 0..self.rng.range(1, 4) {
+                let e = if dims.len() > 1 && dims[1].ends_with(" AS e2") && self.rng.chance(0.4) {
+                    e2
+                } else {
+                    e1
+                };
+                let spelled = respell(self, e);
+                let lit = *self.rng.pick(LITS);
+                let (sql, order) = match self.rng.below(6) {
+                    0 => (
+                        format!("SELECT {spelled}, COUNT(*), SUM(m), MIN(m), MAX(m) FROM {x} GROUP BY {e}"),
+                        Order::Unordered,
+                    ),
+                    1 => (
+                        format!("SELECT {spelled} AS k, COUNT(*), TOTAL(m) FROM {x} GROUP BY k ORDER BY k DESC"),
+                        Order::Total,
+                    ),
+                    2 if grouped => (
+                        format!("SELECT b, {spelled}, SUM(m) FROM {x} GROUP BY 1, 2"),
+                        Order::Unordered,
+                    ),
+                    3 => (
+                        format!("SELECT COUNT(*), SUM(m) FROM {x} WHERE ({spelled}) = {lit}"),
+                        Order::Unordered,
+                    ),
+                    4 => (
+                        format!("SELECT COUNT(*), COUNT(m) FROM {x} WHERE ({spelled}) IS NULL OR ({e}) < {lit}"),
+                        Order::Unordered,
+                    ),
+                    _ => (
+                        format!(
+                            "SELECT {e}, COUNT(*) FROM {x} WHERE ({spelled}) > {lit} GROUP BY 1 ORDER BY 1 LIMIT 3"
+                        ),
+                        Order::Total,
+                    ),
+                };
+                self.push(Step::Check(Query {
+                    sql,
+                    params: Vec::new(),
+                    class: Class::E,
+                    order,
+                }));
+            }
+        }
+        // Out of the way of later blocks, as the other tables' planes.
+        self.push(Step::Pleroma(format!("PRAGMA pleroma_detach('{x}')")));
     }
 
     fn settle(&mut self) {
