@@ -9,6 +9,9 @@
 //!   dropped, median (loop 1 = statements 6–105, loop 2 = 106–205);
 //! - `insert_other_table`: the same for an INSERT into a table without a
 //!   plane on the same file (`other`), which needs nothing of the plane;
+//! - `insert_single_expr`: the same for an INSERT into `wx`, whose plane
+//!   (on the plane arm) has an expression dimension,
+//!   `date(ts, 'unixepoch') AS day`, evaluated for every row;
 //! - `batch_load`: `--rows` rows into an empty table in one transaction with
 //!   a prepared INSERT (the plane attached before the load), done twice;
 //! - `append_load`: the same rows through `Connection::appender` (one
@@ -50,6 +53,14 @@ const DELETE: &str = "DELETE FROM w WHERE id = ?1";
 const CREATE_OTHER: &str = "CREATE TABLE other(id INTEGER PRIMARY KEY, a INTEGER, b TEXT)";
 const INSERT_OTHER: &str = "INSERT INTO other(a, b) VALUES (?1, ?2)";
 const CHECK: &str = "SELECT d1, COUNT(*), SUM(m1), SUM(m2), SUM(m3) FROM w GROUP BY d1 ORDER BY d1";
+/// A table whose plane has an expression dimension, a day bucket of a raw
+/// timestamp (issue 22, item 1): the write cost of evaluating it per row.
+const CREATE_EXPR: &str =
+    "CREATE TABLE wx(id INTEGER PRIMARY KEY, d1 TEXT, ts INTEGER, m1 INTEGER, note TEXT)";
+const EXPR_PRAGMA: &str = "PRAGMA pleroma_attach('wx', 'd1, date(ts, ''unixepoch'') AS day', 'm1')";
+const INSERT_EXPR: &str = "INSERT INTO wx(d1, ts, m1, note) VALUES (?1, ?2, ?3, ?4)";
+const CHECK_EXPR: &str =
+    "SELECT date(ts, 'unixepoch'), COUNT(*), SUM(m1) FROM wx GROUP BY 1 ORDER BY 1";
 const D1: [&str; 6] = ["red", "green", "blue", "cyan", "magenta", "yellow"];
 const D2: [&str; 4] = ["north", "south", "east", "west"];
 
@@ -300,9 +311,12 @@ fn single_rows(
     std::fs::copy(base, &path).context("copying the base table")?;
     let mut c = ArmConn::open(arm, &path)?;
     c.batch(FILE_SETTINGS)?;
-    // A table without a plane, on the same file as the planed one.
+    // A table without a plane, on the same file as the planed one, and one
+    // whose plane has an expression dimension.
     c.batch(CREATE_OTHER)?;
+    c.batch(CREATE_EXPR)?;
     if arm == Arm::Plane {
+        c.batch(EXPR_PRAGMA)?;
         let t = Instant::now();
         c.batch(PLANE_PRAGMA)?;
         let build = millis(t);
@@ -354,7 +368,23 @@ fn single_rows(
         INSERT_OTHER,
         |k| vec![Value::Integer(k), Value::Text("x".into())],
     )?);
-    let answer = c.query(CHECK)?;
+    report.cells.push(statements(
+        &mut c,
+        arm,
+        "insert_single_expr",
+        INSERT_EXPR,
+        |k| {
+            vec![
+                Value::Text(D1[rng.below(6) as usize].into()),
+                // Two years of seconds from 2025-01-01.
+                Value::Integer(1_735_689_600 + rng.below(63_072_000) as i64),
+                Value::Integer(k),
+                Value::Text(format!("row {k}")),
+            ]
+        },
+    )?);
+    let mut answer = c.query(CHECK)?.into_inner();
+    answer.extend(c.query(CHECK_EXPR)?.into_inner());
     report
         .notes
         .insert(format!("check route {}", arm.name()), c.route());
@@ -370,7 +400,7 @@ fn single_rows(
     }
     drop(c);
     remove_db(&path);
-    Ok(answer.into_inner())
+    Ok(answer)
 }
 
 /// Plain SQLite reading the plane's seven columns of every row: the floor
@@ -481,6 +511,7 @@ fn table(report: &Report, opts: &Options) -> String {
         "update_single",
         "delete_single",
         "insert_other_table",
+        "insert_single_expr",
         "batch_load",
         "append_load",
     ] {
