@@ -7,7 +7,9 @@
 //! - `sqlite`: plain rusqlite, a cached prepared statement;
 //! - `engine`: through `Connection::execute`, no plane;
 //! - `plane`: a plane on `w(d1, d2, d3, d4; m1, m2, m3)`, not persisted;
-//! - `persisted`: the same plane persisted (the default).
+//! - `persisted`: the same plane persisted (the default);
+//! - `expr`: the `plane` arm with `d4` as an expression dimension,
+//!   `date(d4, 'unixepoch') AS day` (the evaluator's cost per row).
 //!
 //! Operations: `insert`, `update`, `delete` (of `w`), `other` (an INSERT
 //! into `u`, a table without a plane), `txn` (`BEGIN`, two INSERTs,
@@ -37,6 +39,8 @@ const UPDATE: &str = "UPDATE w SET m1 = m1 + ?1, d3 = ?2 WHERE id = ?3";
 const DELETE: &str = "DELETE FROM w WHERE id = ?1";
 const OTHER: &str = "INSERT INTO u(a, b) VALUES (?1, ?2)";
 const PLANE: &str = "PRAGMA pleroma_attach('w', 'd1, d2, d3, d4', 'm1, m2, m3')";
+const EXPR_PLANE: &str =
+    "PRAGMA pleroma_attach('w', 'd1, d2, d3, date(d4, ''unixepoch'') AS day', 'm1, m2, m3')";
 const D1: [&str; 6] = ["red", "green", "blue", "cyan", "magenta", "yellow"];
 const D2: [&str; 4] = ["north", "south", "east", "west"];
 
@@ -46,6 +50,7 @@ enum Arm {
     Engine,
     Plane,
     Persisted,
+    Expr,
 }
 
 enum Conn {
@@ -152,7 +157,8 @@ fn main() {
         Some("engine") => Arm::Engine,
         Some("plane") => Arm::Plane,
         Some("persisted") | None => Arm::Persisted,
-        Some(a) => panic!("arm {a}: sqlite, engine, plane or persisted"),
+        Some("expr") => Arm::Expr,
+        Some(a) => panic!("arm {a}: sqlite, engine, plane, persisted or expr"),
     };
     let op = args.next().unwrap_or_else(|| "insert".into());
     let rows: i64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(100_000);
@@ -177,12 +183,14 @@ fn main() {
         Arm::Sqlite => Conn::Sqlite(pleroma::rusqlite::Connection::open(&path).expect("open")),
         _ => {
             let mut p = Connection::open(&path).expect("open");
-            if arm == Arm::Plane {
+            if matches!(arm, Arm::Plane | Arm::Expr) {
                 p.execute_batch("PRAGMA pleroma_persist = off")
                     .expect("persist off");
             }
-            if arm != Arm::Engine {
-                p.execute_batch(PLANE).expect("attach");
+            match arm {
+                Arm::Engine => {}
+                Arm::Expr => p.execute_batch(EXPR_PLANE).expect("attach"),
+                _ => p.execute_batch(PLANE).expect("attach"),
             }
             Conn::Pleroma(Box::new(p))
         }
