@@ -27,12 +27,16 @@ pub enum Class {
     X,
     /// A plane over expression dimensions, queried by its expressions.
     E,
+    /// A lookup join through the residue: `t` joined on a dimension to
+    /// `lk`, an ordinary table (non-unique keys, NULL keys, keys missing
+    /// on either side), grouped and filtered on either table.
+    L,
     Out,
     Any,
 }
 
 impl Class {
-    pub const ALL: [Class; 10] = [
+    pub const ALL: [Class; 11] = [
         Class::T,
         Class::W,
         Class::G,
@@ -41,6 +45,7 @@ impl Class {
         Class::J,
         Class::X,
         Class::E,
+        Class::L,
         Class::Out,
         Class::Any,
     ];
@@ -360,8 +365,25 @@ impl Gen<'_> {
 
     fn block(&mut self) {
         match self.rng.weighted(&[
-            30, 22, 12, 10, 5, 4, 3, 2, 3, 3, 6, 5, 2, 6, 4, 4, 2, 4, 5, 4,
+            30, 22, 12, 10, 5, 4, 3, 2, 3, 3, 6, 5, 2, 6, 4, 4, 2, 4, 5, 4, 6,
         ]) {
+            20 => {
+                // Lookup joins, around a write to either table.
+                for _ in 0..self.rng.range(1, 3) {
+                    let q = self.lookup();
+                    self.push(q);
+                }
+                let w = if self.rng.chance(0.4) {
+                    self.lookup_write()
+                } else {
+                    self.write()
+                };
+                self.exec(w);
+                for _ in 0..self.rng.range(1, 3) {
+                    let q = self.lookup();
+                    self.push(q);
+                }
+            }
             19 => self.expr_plane(),
             18 => self.batch_in_txn(),
             17 => self.append(),
@@ -905,6 +927,108 @@ impl Gen<'_> {
         }
         // Out of the way of later blocks, as the other tables' planes.
         self.push(Step::Pleroma(format!("PRAGMA pleroma_detach('{x}')")));
+    }
+
+    /// A write to the lookup table `lk`.
+    fn lookup_write(&mut self) -> String {
+        let d = self.rng.below(self.s.dims.len());
+        let v = self.s.dim_value(&mut self.rng, d).sql();
+        match self.rng.below(3) {
+            0 => format!(
+                "INSERT INTO lk(k, grp, w) VALUES ({v}, '{}', {})",
+                *self.rng.pick(&["a", "b", "c", "z"]),
+                self.rng.range(-3, 9)
+            ),
+            1 => format!("UPDATE lk SET grp = 'u', w = w + 1 WHERE k IS {v}"),
+            _ => format!("DELETE FROM lk WHERE rowid = (SELECT min(rowid) FROM lk WHERE k IS {v})"),
+        }
+    }
+
+    /// A lookup join (class L): `t` joined to `lk` on a dimension, served by
+    /// the cells grouped by that dimension with SQLite joining the rest.
+    fn lookup(&mut self) -> Step {
+        let nd = self.s.dims.len();
+        let d = self.s.dims[self.rng.below(nd)].name.clone();
+        let other = self.s.dims[self.rng.below(nd)].name.clone();
+        let m = self.measure();
+        let (t, l) = *self.rng.pick(&[("t", "l"), ("e", "lk"), ("t", "x")]);
+        let tdecl = if t == "t" {
+            "t".to_owned()
+        } else {
+            format!("t {t}")
+        };
+        let ldecl = if l == "lk" {
+            "lk".to_owned()
+        } else {
+            format!("lk AS {l}")
+        };
+        let on = if self.rng.chance(0.5) {
+            format!("{l}.k = {t}.{d}")
+        } else {
+            format!("{t}.{d} = {l}.k")
+        };
+        let from = match self.rng.below(5) {
+            0 | 1 => format!("{tdecl} JOIN {ldecl} ON {on}"),
+            2 => format!("{ldecl} INNER JOIN {tdecl} ON {on}"),
+            3 => format!("{tdecl} LEFT JOIN {ldecl} ON {on}"),
+            _ => format!("{tdecl} CROSS JOIN {ldecl}"),
+        };
+        let mut conds = Vec::new();
+        if from.contains("CROSS JOIN") {
+            conds.push(on.clone());
+        }
+        if self.rng.chance(0.3) {
+            let di = self.rng.below(nd);
+            let v = self.s.dim_value(&mut self.rng, di).sql();
+            conds.push(format!("{t}.{} IS NOT {v}", self.s.dims[di].name));
+        }
+        if self.rng.chance(0.3) {
+            conds.push(format!("{l}.w > {}", self.rng.range(-2, 5)));
+        }
+        let mut group = vec![format!("{l}.grp")];
+        if self.rng.chance(0.4) {
+            group.push(format!("{t}.{other}"));
+        }
+        if self.rng.chance(0.15) {
+            group = vec![format!("{t}.{other}")];
+        }
+        let aggs = [
+            "COUNT(*)".to_owned(),
+            format!("SUM({t}.{m})"),
+            format!("MIN({t}.{m})"),
+            format!("MAX({t}.{m})"),
+            format!("COUNT({t}.{m})"),
+            format!("TOTAL({t}.{m})"),
+            format!("MAX({l}.w)"),
+            format!("COUNT(DISTINCT {t}.{d})"),
+            format!("COUNT({l}.w)"),
+            format!("SUM(CASE WHEN {l}.w > 0 THEN {t}.{m} END)"),
+        ];
+        let mut items = group.clone();
+        for _ in 0..self.rng.range(1, 4) {
+            items.push(self.rng.pick(&aggs).clone());
+        }
+        let mut sql = format!("SELECT {} FROM {from}", items.join(", "));
+        if !conds.is_empty() {
+            sql += &format!(" WHERE {}", conds.join(" AND "));
+        }
+        sql += &format!(" GROUP BY {}", group.join(", "));
+        let order = if self.rng.chance(0.4) {
+            // Over every group term: a total order, and a LIMIT may cut it.
+            sql += &format!(" ORDER BY {}", group.join(", "));
+            if self.rng.chance(0.5) {
+                sql += &format!(" LIMIT {}", self.rng.range(1, 4));
+            }
+            Order::Total
+        } else {
+            Order::Unordered
+        };
+        Step::Check(Query {
+            sql,
+            params: Vec::new(),
+            class: Class::L,
+            order,
+        })
     }
 
     fn settle(&mut self) {

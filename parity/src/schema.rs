@@ -230,6 +230,28 @@ impl Schema {
         }
     }
 
+    /// The rows of `lk`: per dimension, its first three values (the first
+    /// twice, in two groups), and a NULL key and a key no row holds.
+    fn lookup_rows(&self) -> String {
+        let mut rows = Vec::new();
+        for (i, d) in self.dims.iter().enumerate() {
+            for (j, v) in d.domain.iter().take(3).enumerate() {
+                rows.push(format!(
+                    "({}, '{}', {})",
+                    v.sql(),
+                    ["a", "b", "c"][j],
+                    i as i64 * 3 + j as i64 - 2
+                ));
+            }
+            if let Some(v) = d.domain.first() {
+                rows.push(format!("({}, 'b', {})", v.sql(), i + 1));
+            }
+        }
+        rows.push("(NULL, 'n', 1)".into());
+        rows.push("('no such key', 'z', 0)".into());
+        rows.join(", ")
+    }
+
     pub fn dim(&self, name: &str) -> Option<&Dim> {
         self.dims.iter().find(|d| d.name == name)
     }
@@ -330,6 +352,10 @@ impl Schema {
             ),
             self.create_t(false, None),
             "CREATE TABLE aux(k, v INTEGER)".into(),
+            // The lookup table of lookup joins (class L): keys from the
+            // dimensions' domains, some twice, a NULL key, one no row has.
+            "CREATE TABLE lk(k, grp TEXT, w INTEGER)".into(),
+            format!("INSERT INTO lk(k, grp, w) VALUES {}", self.lookup_rows()),
             // A trigger on another table that writes the attached one.
             format!("CREATE TRIGGER aux_ins AFTER INSERT ON aux BEGIN INSERT INTO t({d0}, {m0}, note) VALUES (NEW.k, NEW.v, 'trg'); END"),
             format!("CREATE TRIGGER aux_del AFTER DELETE ON aux BEGIN DELETE FROM t WHERE note = 'trg' AND {m0} IS OLD.v; END"),

@@ -95,6 +95,7 @@ mutations! {
     CatchUpSkipsLog = "catch_up_skips_log",
     AppenderSkipsAffinity = "appender_skips_affinity",
     ExprAffinityLost = "expr_affinity_lost",
+    LookupCountPerKey = "lookup_count_per_key",
 }
 
 #[cfg(feature = "mutations")]
@@ -225,6 +226,10 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     // SQLite compares two integers (caught by the suite's expression
     // planes, fed row by row through the hook).
     "expr_affinity_lost",
+    // A lookup join's COUNT(*) left as SQLite's count of the joined core
+    // rows: a key counted once per match instead of once per row of its
+    // group (caught by class L).
+    "lookup_count_per_key",
 ];
 
 /// Mutations of persisted planes that need a plain SQLite writer on a table

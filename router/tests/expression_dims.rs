@@ -207,6 +207,13 @@ fn a_row_that_names_the_clock_takes_the_plane_out_of_service() {
     assert_eq!(k, RouteKind::Engine);
     let row = planes_row(&mut p.pl);
     assert_eq!(row[7], Value::Text("out of service".into()));
+    // 'subsec' as a time value is the clock too.
+    p.exec("DELETE FROM ev WHERE ts = 'now'");
+    p.pl.execute_batch("PRAGMA pleroma_rebuild('ev')").unwrap();
+    p.served("SELECT date(ts), SUM(cents) FROM ev GROUP BY 1", &[]);
+    p.exec("INSERT INTO ev VALUES ('SubSecond', 4)");
+    let k = p.check("SELECT COUNT(*) FROM ev WHERE date(ts) IS NULL", &[]);
+    assert_eq!(k, RouteKind::Engine);
     // A scan sees it too.
     let mut q = Pair::new(
         "CREATE TABLE ev(ts, cents INTEGER); INSERT INTO ev VALUES ('NOW', 1);",
@@ -243,6 +250,27 @@ fn attach_refuses_what_a_plane_cannot_follow() {
         ("a / 7 AS s, a % 7 AS S", "twice"),
         ("pleromasumexact(a) AS s", "deterministic"),
         ("a / 7 AS", "no such column"),
+        // What an index accepts and only a row would reveal: the clock
+        // with no time value, or a time value or modifier computed as
+        // text that may spell 'now', 'utc' or 'localtime' (found from
+        // outside).
+        ("unixepoch() AS e", "clock"),
+        ("date() AS e", "clock"),
+        ("julianday() > 0 AS e", "clock"),
+        ("strftime(''%Y'') AS e", "clock"),
+        ("datetime(''subsec'') AS e", "clock"),
+        ("datetime(char(110, 111, 119)) AS e", "spell"),
+        ("datetime(printf(''%s%s'', ''no'', ''w'')) AS e", "spell"),
+        ("datetime(a || b) AS e", "spell"),
+        (
+            "datetime(0, ''unixepoch'', char(117, 116, 99)) AS e",
+            "modifier",
+        ),
+        ("strftime(b, a) AS e", "format"),
+        ("current_timestamp AS e", "clock"),
+        ("coalesce(current_date, a) AS e", "clock"),
+        // LIKE follows the connection's case_sensitive_like.
+        ("b LIKE ''F%'' AS e", "case_sensitive_like"),
     ] {
         let e = pl
             .execute_batch(&format!("PRAGMA pleroma_attach('t', '{dims}', 'm')"))
@@ -302,4 +330,28 @@ fn a_persisted_expression_plane_reopens_and_follows_another_process() {
     .unwrap();
     assert_eq!(rows(&mut a), sqlite_rows(&sq, q, &[]).unwrap());
     assert_eq!(a.last_route().kind, RouteKind::Plane);
+}
+
+#[test]
+fn a_quoted_name_reads_back_on_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.db");
+    let q = "SELECT upper(country), COUNT(*) FROM ev GROUP BY 1 ORDER BY 1";
+    {
+        let mut pl = Connection::open(&path).unwrap();
+        pl.execute_batch(
+            "CREATE TABLE ev(country TEXT, n INTEGER); INSERT INTO ev VALUES ('de', 1), ('fr', 2);
+             PRAGMA pleroma_attach('ev', 'upper(country) AS \"my \"\"col\"', 'n')",
+        )
+        .unwrap();
+    }
+    let mut pl = Connection::open(&path).unwrap();
+    let row = planes_row(&mut pl);
+    assert_eq!(row[7], Value::Text("in service".into()), "{row:?}");
+    assert_eq!(
+        row[1],
+        Value::Text("upper(country) AS \"my \"\"col\"(2 values, 1 bits)".into())
+    );
+    pl.query(q, &[]).unwrap();
+    assert_eq!(pl.last_route().kind, RouteKind::Plane);
 }

@@ -85,13 +85,14 @@ impl DimExpr {
 }
 
 /// Whether a TEXT value given to a date function could make it read the
-/// clock or the time zone: it holds `now`, `local` or `utc` in any case.
+/// clock or the time zone: it holds `now`, `local`, `utc` or `subsec` (as
+/// a time value, `'subsec'` is the clock too) in any case.
 pub(crate) fn reads_the_clock(v: ValueRef<'_>) -> bool {
     let ValueRef::Text(t) = v else {
         return false;
     };
     let lower = t.to_ascii_lowercase();
-    [b"now".as_slice(), b"local", b"utc"]
+    [b"now".as_slice(), b"local", b"utc", b"subsec"]
         .iter()
         .any(|w| lower.windows(w.len()).any(|x| x == *w))
 }
@@ -158,7 +159,7 @@ pub(crate) fn token_key(sql: &str, qualifiers: &[&str]) -> Vec<(Kind, String)> {
             && code
                 .get(i + 2)
                 .is_some_and(|c| matches!(c.kind, Kind::Word | Kind::Quoted))
-            && (i == 0 || code[i - 1].text != ".")
+            && out.last().is_none_or(|(_, t): &(Kind, String)| t != ".")
             && qualifiers
                 .iter()
                 .any(|q| q.eq_ignore_ascii_case(&t.value()))
@@ -232,6 +233,18 @@ pub(crate) fn check(
         if t.kind == Kind::Illegal {
             return bad("not understood".into());
         }
+        if t.is("like") {
+            // LIKE follows the connection's `case_sensitive_like`, which the
+            // private connection does not share.
+            return bad("LIKE depends on the connection's case_sensitive_like".into());
+        }
+        if t.kind == Kind::Word
+            && ["current_date", "current_time", "current_timestamp"]
+                .iter()
+                .any(|w| t.is(w))
+        {
+            return bad(format!("{} reads the clock", t.text));
+        }
     }
     let parsed = sqlparser::parser::Parser::new(&sqlparser::dialect::SQLiteDialect {})
         .try_with_sql(sql)
@@ -241,6 +254,9 @@ pub(crate) fn check(
             Ok(e)
         })
         .map_err(|e| format!("pleroma_attach: dimension {name} ({sql}): not understood ({e})"))?;
+    if let Err(why) = clock_free(&parsed) {
+        return bad(why);
+    }
     let mut top = &parsed;
     while let sqlparser::ast::Expr::Nested(inner) = top {
         top = inner;
@@ -290,11 +306,144 @@ pub(crate) fn check(
             "not an expression of the row's own columns with deterministic functions ({e})"
         ));
     }
+    // A function the user's connection defines over a built-in one would
+    // give its queries other values than the private connection's.
+    let code: Vec<_> = tokenize::code(sql).collect();
+    for w in code
+        .windows(2)
+        .filter(|w| w[1].text == "(" && w[0].kind == Kind::Word)
+    {
+        let defined: i64 = db
+            .query_row(
+                "SELECT count(*) FROM pragma_function_list WHERE name = lower(?1) AND builtin = 0",
+                [w[0].text],
+                |r| r.get(0),
+            )
+            .unwrap_or(0);
+        if defined > 0 {
+            return bad(format!(
+                "function {}() is defined by this connection, not SQLite's own",
+                w[0].text
+            ));
+        }
+    }
     // And on the table itself, as the user's connection reads it.
     if let Err(e) = db.prepare(&format!("SELECT {sql} FROM main.{} LIMIT 0", quote(table))) {
         return bad(e.to_string());
     }
     Ok(())
+}
+
+/// Every date function call of `e` reads a time value that cannot be the
+/// clock: at least one argument (none is `'now'`), a time value that is a
+/// column (whose TEXT values the hook and the scan check), a literal or a
+/// number made by arithmetic, and modifiers (and a `strftime` format) that
+/// are string literals. A time value computed as text (`char(110, 111,
+/// 119)`, `a || b`) could spell `'now'` where no input holds it.
+fn clock_free(e: &sqlparser::ast::Expr) -> Result<(), String> {
+    use sqlparser::ast::{
+        BinaryOperator as B, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
+        UnaryOperator as U, Value as V,
+    };
+    let mut err = None;
+    let mut calls = 0usize;
+    crate::residue::visit_expr(e, &mut |x: &Expr| {
+        if err.is_some() {
+            return false;
+        }
+        let Expr::Function(f) = x else {
+            return true;
+        };
+        let name = f.name.to_string().to_ascii_lowercase();
+        if !DATE_FUNCTIONS.contains(&name.as_str()) {
+            return true;
+        }
+        calls += 1;
+        let args: Vec<&Expr> = match &f.args {
+            FunctionArguments::List(l) => l
+                .args
+                .iter()
+                .filter_map(|a| match a {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => Some(x),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let (values, modifiers): (&[&Expr], &[&Expr]) = match name.as_str() {
+            "strftime" if args.len() >= 2 => (&args[1..2], {
+                if !is_string(args[0]) {
+                    err = Some("a strftime() format that is not a string literal".to_owned());
+                }
+                &args[2..]
+            }),
+            "timediff" if args.len() == 2 => (&args[..], &[]),
+            "strftime" | "timediff" => {
+                err = Some(format!("{name}() without a time value reads the clock"));
+                return false;
+            }
+            _ if args.is_empty() => {
+                err = Some(format!("{name}() without a time value reads the clock"));
+                return false;
+            }
+            _ => (&args[..1], &args[1..]),
+        };
+        fn numeric_or_column(x: &Expr) -> bool {
+            match x {
+                Expr::Nested(i) => numeric_or_column(i),
+                Expr::Identifier(_) | Expr::CompoundIdentifier(_) => true,
+                Expr::Value(v) => match &v.value {
+                    V::Number(..) | V::Null => true,
+                    V::SingleQuotedString(s) => !reads_the_clock(ValueRef::Text(s.as_bytes())),
+                    _ => false,
+                },
+                Expr::UnaryOp {
+                    op: U::Minus | U::Plus,
+                    expr,
+                } => {
+                    numeric_or_column(expr)
+                        && !matches!(expr.as_ref(), Expr::Value(v) if matches!(v.value, V::SingleQuotedString(_)))
+                }
+                // Arithmetic gives a number or NULL, never text.
+                Expr::BinaryOp {
+                    op: B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo,
+                    ..
+                } => true,
+                _ => false,
+            }
+        }
+        if let Some(v) = values.iter().find(|v| !numeric_or_column(v)) {
+            err = Some(format!(
+                "{name}() of a computed time value ({v}), which could spell 'now'"
+            ));
+            return false;
+        }
+        if modifiers.iter().any(|m| !is_string(m)) {
+            err = Some(format!(
+                "{name}() with a modifier that is not a string literal"
+            ));
+            return false;
+        }
+        true
+    });
+    if err.is_none() {
+        // Every call the text holds must have been seen by the walk (a
+        // form it does not descend into hides none).
+        let text = e.to_string();
+        let code: Vec<_> = tokenize::code(&text).collect();
+        let written = code
+            .windows(2)
+            .filter(|w| w[1].text == "(" && DATE_FUNCTIONS.iter().any(|f| w[0].is(f)))
+            .count();
+        if written != calls {
+            err = Some("a date function inside a form Pleroma does not read".to_owned());
+        }
+    }
+    err.map_or(Ok(()), Err)
+}
+
+fn is_string(e: &sqlparser::ast::Expr) -> bool {
+    matches!(e, sqlparser::ast::Expr::Value(v) if matches!(v.value, sqlparser::ast::Value::SingleQuotedString(_)))
 }
 
 fn declarations(columns: &[EvalColumn]) -> String {

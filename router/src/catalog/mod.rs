@@ -357,10 +357,20 @@ impl PlaneDef {
         }
     }
 
-    /// Dimension `k` as `pleroma_attach` takes it.
+    /// Dimension `k` as `pleroma_attach` takes it (an expression's name
+    /// quoted unless it is a plain word, so that it reads back the same).
     pub fn dim_text(&self, k: usize) -> String {
         match self.exprs.get(k).and_then(Option::as_ref) {
-            Some(e) => format!("{} AS {}", e.sql, self.dims[k]),
+            Some(e) => {
+                let n = &self.dims[k];
+                let plain = n
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                let name = if plain { n.clone() } else { quote(n) };
+                format!("{} AS {name}", e.sql)
+            }
             None => self.dims[k].clone(),
         }
     }

@@ -124,7 +124,7 @@ pub(crate) fn classify(
     };
     // What the cells answer directly they answer; the rest may still have an
     // aggregate core, with SQLite evaluating around it.
-    match crate::residue::plan(shared, sql, q, columns, param_count) {
+    match crate::residue::plan(shared, sql, q, columns, param_count, lookup_tables(db)) {
         Ok(r) => Classified::Residue(Box::new(r)),
         Err(Decline::NoCore) => Classified::Declined(reason.into()),
         Err(r) => Classified::Declined(r),
@@ -132,5 +132,31 @@ pub(crate) fn classify(
 }
 
 type R<T> = Result<T, String>;
+
+/// The ordinary tables of main and temp (lower case): no view and no
+/// virtual table, whose reads may differ. What a lookup join may join.
+fn lookup_tables(db: &rusqlite::Connection) -> Vec<String> {
+    let sql = "SELECT lower(name) FROM main.sqlite_schema WHERE type = 'table' \
+               AND coalesce(sql, '') NOT LIKE 'CREATE VIRTUAL%' \
+               UNION ALL SELECT lower(name) FROM temp.sqlite_schema WHERE type = 'table' \
+               AND coalesce(sql, '') NOT LIKE 'CREATE VIRTUAL%'";
+    let Ok(mut stmt) = db.prepare_cached(sql) else {
+        return Vec::new();
+    };
+    let Ok(rows) = stmt.query_map([], |r| r.get::<_, String>(0)) else {
+        return Vec::new();
+    };
+    let names: Vec<String> = rows.filter_map(|r| r.ok()).collect();
+    // A temp table shadows main's of the same name: still a table; but a
+    // temp view shadows a main table, and is none.
+    let views: Vec<String> = db
+        .prepare_cached("SELECT lower(name) FROM temp.sqlite_schema WHERE type = 'view'")
+        .and_then(|mut s| {
+            s.query_map([], |r| r.get::<_, String>(0))
+                .map(|r| r.filter_map(|x| x.ok()).collect())
+        })
+        .unwrap_or_default();
+    names.into_iter().filter(|n| !views.contains(n)).collect()
+}
 
 pub(crate) use crate::catalog::names_a_column;

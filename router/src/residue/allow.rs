@@ -404,7 +404,7 @@ pub(super) fn children<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
 /// Pre-order walk; `f` returns whether to descend. Function arguments,
 /// FILTER and window specs are descended into; subqueries are not (`f`
 /// sees them).
-pub(super) fn visit(e: &Expr, f: &mut dyn FnMut(&Expr) -> bool) {
+pub(crate) fn visit(e: &Expr, f: &mut dyn FnMut(&Expr) -> bool) {
     if !f(e) {
         return;
     }

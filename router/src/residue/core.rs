@@ -30,6 +30,8 @@ pub(super) struct Core<'b> {
     /// Output aliases of the block.
     pub(super) aliases: Vec<String>,
     pub(super) items: Vec<&'b Expr>,
+    /// In a lookup join: the other table's name in the block.
+    pub(super) other: Option<String>,
 }
 
 impl Walker<'_> {
@@ -40,6 +42,7 @@ impl Walker<'_> {
         limited: bool,
         entry: usize,
         alias: String,
+        join: Option<super::walk::LookupJoin<'_>>,
     ) -> R<()> {
         if self.table.is_some_and(|t| t != entry) {
             return Err("two planed tables".into());
@@ -47,7 +50,11 @@ impl Walker<'_> {
         self.table = Some(entry);
         self.cores += 1;
         // The table reference becomes the core, under the same name.
-        let TableFactor::Table { name, alias: a, .. } = &sel.from[0].relation else {
+        let relation = match &join {
+            Some(j) if !j.planed_first => &sel.from[0].joins[0].relation,
+            _ => &sel.from[0].relation,
+        };
+        let TableFactor::Table { name, alias: a, .. } = relation else {
             unreachable!("checked by planed()");
         };
         let r = self.expr_range(name)?;
@@ -71,7 +78,20 @@ impl Walker<'_> {
             groups: Vec::new(),
             aliases,
             items,
+            other: join.as_ref().map(|j| j.other_alias.clone()),
         };
+        if let Some(j) = &join {
+            // Each core row stands for its group's rows, and every one of
+            // them meets the same rows of the other table: the join's
+            // condition and every per-row expression read dimensions and
+            // the other table only.
+            if let Some(on) = j.on {
+                self.row_expr(&c, on)?;
+            }
+            self.joined.push(j.other_table.clone());
+            self.rest
+                .push(format!("a lookup join to {}", j.other_table));
+        }
         let GroupByExpr::Expressions(gexprs, mods) = &sel.group_by else {
             return Err("GROUP BY ALL".into());
         };
@@ -201,6 +221,11 @@ impl Walker<'_> {
     /// column matches. The core carries dimensions only, so over it the
     /// rewritten text would find the alias instead.
     pub(super) fn column_first(&self, c: &Core, e: &Expr, name: &str) -> bool {
+        if c.other.is_some() {
+            // The other table's columns are not known here: any name may
+            // be one of them.
+            return true;
+        }
         if crate::mutation::active(Mutation::ResidueAliasBeforeColumn) {
             return self.dim(c, e).is_some();
         }
@@ -282,6 +307,11 @@ impl Walker<'_> {
         let n = quote("pleroma$n");
         let arg = match list.args.as_slice() {
             [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if name == "count" && !distinct => {
+                if c.other.is_some() && crate::mutation::active(Mutation::LookupCountPerKey) {
+                    // The mutation: a joined core row counted once.
+                    self.aggs.push("COUNT(*)".into());
+                    return Ok(());
+                }
                 self.edits
                     .push((r, format!("COALESCE(SUM({n}){filter}, 0)")));
                 self.aggs.push("COUNT(*)".into());

@@ -25,6 +25,8 @@
 //! the types the router reads.
 
 mod allow;
+/// A pre-order walk over an expression (also for expression dimensions).
+pub(crate) use allow::visit as visit_expr;
 mod core;
 mod cut;
 mod span;
@@ -64,6 +66,10 @@ pub(crate) struct ResiduePlan {
     /// Dimensions that `abs()` is applied to per row: served only while no
     /// row holds -2^63 there (where `abs` raises "integer overflow").
     pub abs_dims: Vec<usize>,
+    /// Tables the core is joined to (lookup joins): a core row's partial
+    /// sum may be added once per row of each, so the sums' bound is
+    /// multiplied by their row counts.
+    pub joined: Vec<String>,
     /// The statement up to the core's JSON, and after it.
     pub head: String,
     pub tail: String,
@@ -90,13 +96,14 @@ pub(crate) fn plan(
     q: &Query,
     columns: Vec<String>,
     param_count: usize,
+    lookup_tables: Vec<String>,
 ) -> Result<ResiduePlan, Decline> {
     if names_pleroma_or_collate(sql) || !quoted_names_are_words(sql) {
         // A quoted name that is not a plain word may spell the name SQLite
         // gives an aggregate column, which the rewrite changes.
         return Err(Decline::NoCore);
     }
-    let mut w = Walker::new(shared, sql);
+    let mut w = Walker::new(shared, sql, lookup_tables);
     if let Err(r) = w.query(q, false) {
         // Without a block over the planed table, the classifier's own
         // reason is the one to give.
@@ -164,6 +171,7 @@ pub(crate) fn plan(
         sums: w.sums,
         extrema: w.extrema.into_iter().collect(),
         abs_dims: w.abs_dims.into_iter().collect(),
+        joined: w.joined,
         head,
         tail,
         columns,

@@ -46,7 +46,7 @@ fn residue(db: &rusqlite::Connection, planes: &Planes, sql: &str) -> Result<Resi
     let [sqlparser::ast::Statement::Query(q)] = stmts.as_slice() else {
         return Err(Decline::NoCore);
     };
-    plan(planes, sql, q, columns, count)
+    plan(planes, sql, q, columns, count, Vec::new())
 }
 
 /// What a row expects: `= rewritten text` (and the LIMIT cut checked at

@@ -38,8 +38,17 @@ pub(super) enum Level {
     Group,
 }
 
+/// The other side of a lookup join.
+pub(super) struct LookupJoin<'s> {
+    pub(super) other_alias: String,
+    pub(super) other_table: String,
+    pub(super) on: Option<&'s Expr>,
+    /// Whether the planed table is the join's first (left) table.
+    pub(super) planed_first: bool,
+}
+
 impl<'a> Walker<'a> {
-    pub(super) fn new(shared: &'a Planes, sql: &'a str) -> Walker<'a> {
+    pub(super) fn new(shared: &'a Planes, sql: &'a str, lookup_tables: Vec<String>) -> Walker<'a> {
         let toks: Vec<Token<'a>> = tokenize::code(sql).collect();
         Walker {
             shared,
@@ -63,6 +72,8 @@ impl<'a> Walker<'a> {
             cut: None,
             aggs: Vec::new(),
             rest: Vec::new(),
+            lookup_tables,
+            joined: Vec::new(),
         }
     }
 
@@ -237,16 +248,20 @@ impl<'a> Walker<'a> {
         if !sel.named_window.is_empty() || sel.qualify.is_some() {
             return Err("named windows".into());
         }
-        let core = match sel.from.as_slice() {
-            [twj] if twj.joins.is_empty() => self.planed(&twj.relation)?,
-            _ => None,
+        let (core, join) = match sel.from.as_slice() {
+            [twj] if twj.joins.is_empty() => (self.planed(&twj.relation)?, None),
+            [twj] if twj.joins.len() == 1 => match self.lookup_join(twj)? {
+                Some((entry, alias, join)) => (Some((entry, alias)), Some(join)),
+                None => (None, None),
+            },
+            _ => (None, None),
         };
         match core {
             Some((entry, alias)) => {
                 if inside_core && self.table.is_some_and(|t| t != entry) {
                     return Err("two planed tables".into());
                 }
-                self.core_select(sel, order, limited, entry, alias)
+                self.core_select(sel, order, limited, entry, alias, join)
             }
             None => {
                 if inside_core {
@@ -317,6 +332,98 @@ impl<'a> Walker<'a> {
                 Ok(())
             }
         }
+    }
+
+    /// A lookup join: the planed table joined to one ordinary table
+    /// (`docs/design.md`, "The residue", lookup joins). `None` when neither
+    /// side is planed; an error for a join of the planed table that is not
+    /// of this shape.
+    pub(super) fn lookup_join<'s>(
+        &self,
+        twj: &'s sqlparser::ast::TableWithJoins,
+    ) -> R<Option<(usize, String, LookupJoin<'s>)>> {
+        use sqlparser::ast::{JoinConstraint, JoinOperator as J};
+        let j = &twj.joins[0];
+        let (left, right) = (self.planed(&twj.relation)?, self.planed(&j.relation)?);
+        let (planed, other, planed_first) = match (left, right) {
+            (None, None) => return Ok(None),
+            (Some(p), None) => (p, &j.relation, true),
+            (None, Some(p)) => (p, &twj.relation, false),
+            (Some(_), Some(_)) => return Err("the planed table joined to a planed table".into()),
+        };
+        let (constraint, outer) = match &j.join_operator {
+            J::Join(c) | J::Inner(c) => (c, false),
+            J::Left(c) | J::LeftOuter(c) => (c, true),
+            J::CrossJoin(c) => (c, false),
+            _ => return Err("the planed table in a join that is not INNER, LEFT or CROSS".into()),
+        };
+        if outer && !planed_first {
+            // The rows of the other table without a match would count once
+            // each, where the core has no row for them.
+            return Err("the planed table on the optional side of a LEFT JOIN".into());
+        }
+        let on = match constraint {
+            JoinConstraint::On(e) => Some(e),
+            JoinConstraint::None => None,
+            _ => return Err("NATURAL JOIN or USING with the planed table".into()),
+        };
+        // (INDEXED BY and the like choose SQLite's plan, not its rows.)
+        let TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            ..
+        } = other
+        else {
+            return Err("the planed table joined to something other than a table".into());
+        };
+        let parts: Vec<&str> = name
+            .0
+            .iter()
+            .filter_map(|p| match p {
+                ObjectNamePart::Identifier(i) => Some(i.value.as_str()),
+                _ => None,
+            })
+            .collect();
+        let table = match parts.as_slice() {
+            [t] => *t,
+            [s, t] if s.eq_ignore_ascii_case("main") || s.eq_ignore_ascii_case("temp") => *t,
+            _ => return Err("a joined table outside main and temp".into()),
+        };
+        if self.ctes.iter().any(|(c, _)| c.eq_ignore_ascii_case(table)) {
+            return Err("the planed table joined to a CTE".into());
+        }
+        if !self
+            .lookup_tables
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(table))
+        {
+            // A view or a virtual table may give another value per read.
+            return Err(format!(
+                "the planed table joined to {table}, which is no ordinary table"
+            ));
+        }
+        let other_alias = match alias {
+            Some(a) if !a.columns.is_empty() => {
+                return Err("a table alias with column names".into())
+            }
+            Some(a) => a.name.value.clone(),
+            None => table.to_owned(),
+        };
+        if other_alias.eq_ignore_ascii_case(&planed.1) {
+            return Err("the joined table under the planed table's name".into());
+        }
+        Ok(Some((
+            planed.0,
+            planed.1,
+            LookupJoin {
+                other_alias,
+                // As written (`main.x`, `"x"`): the count reads the same table.
+                other_table: name.to_string(),
+                on,
+                planed_first,
+            },
+        )))
     }
 
     /// Whether a FROM item names a CTE in scope (the innermost of that
@@ -461,6 +568,29 @@ impl<'a> Walker<'a> {
                         && c.aliases.contains(&name)
                         && !self.column_first(c, e, &i.value)
                     {
+                        return Ok(());
+                    }
+                }
+                if let Some(other) = &c.other {
+                    // In a lookup join: the other table's column (or a name
+                    // SQLite resolves the same way over the core, which
+                    // lacks only the planed table's other columns).
+                    let theirs = match e {
+                        Expr::CompoundIdentifier(p) => {
+                            matches!(p.as_slice(), [q, _] if q.value.eq_ignore_ascii_case(other))
+                        }
+                        Expr::Identifier(i) => !crate::catalog::names_a_column(
+                            &self.shared.entry(c.entry).cols.columns,
+                            &i.value,
+                        ),
+                        _ => false,
+                    };
+                    if theirs {
+                        if level == Level::Group {
+                            return Err(format!(
+                                "{e} outside GROUP BY in a lookup join (a bare column, or an alias)"
+                            ));
+                        }
                         return Ok(());
                     }
                 }

@@ -48,6 +48,12 @@ pub(super) struct Walker<'a> {
     /// checked at run time instead of proven by the ORDER BY.
     pub(super) cut_keys: Option<Vec<usize>>,
     pub(super) cut: Option<Cut>,
+    /// The database's ordinary tables (main and temp, lower case; no view
+    /// and no virtual table): what a lookup join may join the core to.
+    pub(super) lookup_tables: Vec<String>,
+    /// The tables the core is joined to (their row counts bound how many
+    /// times a partial sum is added).
+    pub(super) joined: Vec<String>,
 }
 
 /// A SELECT's output expressions and their aliases (lower case, empty when

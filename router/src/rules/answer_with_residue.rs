@@ -100,8 +100,18 @@ pub(crate) fn core_json(
         }
         (pos, neg)
     };
-    let ones = entry.plane.rows() as i128;
-    let fits = |pos: i128, neg: i128| pos <= i64::MAX as i128 && neg >= i64::MIN as i128;
+    // A lookup join adds a core row's partials once per row it meets in
+    // each joined table: at most that table's row count.
+    let mut times: i128 = 1;
+    for t in &plan.joined {
+        let n: i64 = db.query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))?;
+        times = times.saturating_mul(n.max(1) as i128);
+    }
+    let ones = (entry.plane.rows() as i128).saturating_mul(times);
+    let fits = |pos: i128, neg: i128| {
+        pos.saturating_mul(times) <= i64::MAX as i128
+            && neg.saturating_mul(times) >= i64::MIN as i128
+    };
     for s in &plan.sums {
         let one = if s.ones { ones } else { 0 };
         let ok = if crate::mutation::active(Mutation::ResidueSumPerMeasure) {
