@@ -632,3 +632,23 @@ pub(super) fn literal_position(e: &Expr) -> Option<usize> {
         _ => None,
     }
 }
+
+/// Each expression dimension's token key, from its SQL as sqlparser prints
+/// it (so that a query's expression, printed the same way, compares by its
+/// tokens). One that does not parse gets a key nothing matches.
+pub(super) fn dim_keys(
+    def: &crate::catalog::PlaneDef,
+) -> Vec<Option<Vec<(crate::tokenize::Kind, String)>>> {
+    def.exprs
+        .iter()
+        .map(|e| {
+            e.as_ref().map(|e| {
+                sqlparser::parser::Parser::new(&sqlparser::dialect::SQLiteDialect {})
+                    .try_with_sql(&e.sql)
+                    .and_then(|mut p| p.parse_expr())
+                    .map(|x| crate::catalog::expr::token_key(&x.to_string(), &[]))
+                    .unwrap_or_default()
+            })
+        })
+        .collect()
+}

@@ -150,7 +150,7 @@ pub(super) fn join_plan(
         dims: fact.def.dims.clone(),
         measures: fact.def.measures.clone(),
         dim_aff: fact.cols.dim_aff.clone(),
-        dim_keys: super::slice::dim_keys(&fact.def),
+        dim_keys: super::builder::dim_keys(&fact.def),
         columns: fact.cols.columns.clone(),
         aggs: Vec::new(),
         params: Params::default(),

@@ -41,7 +41,7 @@ pub(super) fn plan(
         dims: entry.def.dims.clone(),
         measures: entry.def.measures.clone(),
         dim_aff: entry.cols.dim_aff.clone(),
-        dim_keys: dim_keys(&entry.def),
+        dim_keys: super::builder::dim_keys(&entry.def),
         columns: entry.cols.columns.clone(),
         aggs: Vec::new(),
         params: Params::default(),
@@ -201,26 +201,6 @@ pub(super) fn table_of(shared: &Planes, sel: &Select) -> R<(usize, String)> {
         .find(&table)
         .ok_or_else(|| format!("no plane on table {table}"))?;
     Ok((idx, alias))
-}
-
-/// Each expression dimension's token key, from its SQL as sqlparser prints
-/// it (so that a query's expression, printed the same way, compares by its
-/// tokens). One that does not parse gets a key nothing matches.
-pub(super) fn dim_keys(
-    def: &crate::catalog::PlaneDef,
-) -> Vec<Option<Vec<(crate::tokenize::Kind, String)>>> {
-    def.exprs
-        .iter()
-        .map(|e| {
-            e.as_ref().map(|e| {
-                sqlparser::parser::Parser::new(&sqlparser::dialect::SQLiteDialect {})
-                    .try_with_sql(&e.sql)
-                    .and_then(|mut p| p.parse_expr())
-                    .map(|x| crate::catalog::expr::token_key(&x.to_string(), &[]))
-                    .unwrap_or_default()
-            })
-        })
-        .collect()
 }
 
 /// The expression of the output whose alias `g` names, when `g` is a bare

@@ -42,7 +42,7 @@ impl Walker<'_> {
         limited: bool,
         entry: usize,
         alias: String,
-        join: Option<super::walk::LookupJoin<'_>>,
+        join: Option<super::walker::LookupJoin<'_>>,
     ) -> R<()> {
         if self.table.is_some_and(|t| t != entry) {
             return Err("two planed tables".into());

@@ -23,7 +23,7 @@ use super::allow::{
 use super::core::Core;
 use super::cut::{first_row_fixed, outer_order_free};
 use super::span::{line_starts, normal_tokens};
-use super::walker::Walker;
+use super::walker::{LookupJoin, Walker};
 use super::R;
 use crate::planes::Planes;
 use crate::tokenize::{self, Token};
@@ -36,15 +36,6 @@ pub(super) enum Level {
     Row,
     /// Per group (select list, HAVING, ORDER BY of an aggregate block).
     Group,
-}
-
-/// The other side of a lookup join.
-pub(super) struct LookupJoin<'s> {
-    pub(super) other_alias: String,
-    pub(super) other_table: String,
-    pub(super) on: Option<&'s Expr>,
-    /// Whether the planed table is the join's first (left) table.
-    pub(super) planed_first: bool,
 }
 
 impl<'a> Walker<'a> {

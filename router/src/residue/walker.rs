@@ -56,6 +56,15 @@ pub(super) struct Walker<'a> {
     pub(super) joined: Vec<String>,
 }
 
+/// The other side of a lookup join.
+pub(super) struct LookupJoin<'s> {
+    pub(super) other_alias: String,
+    pub(super) other_table: String,
+    pub(super) on: Option<&'s Expr>,
+    /// Whether the planed table is the join's first (left) table.
+    pub(super) planed_first: bool,
+}
+
 /// A SELECT's output expressions and their aliases (lower case, empty when
 /// none); a wildcard declines with `wildcard`.
 pub(super) fn projection<'a>(
