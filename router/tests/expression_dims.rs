@@ -45,6 +45,18 @@ impl Rng {
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
+    /// An INSERT of one row of odd values into `t`.
+    fn insert(&mut self) -> String {
+        format!(
+            "INSERT INTO t(a, b, c, n, m) VALUES ({}, {}, {}, {}, {})",
+            self.value(),
+            self.value(),
+            self.value(),
+            self.value(),
+            self.below(100)
+        )
+    }
+
     /// A literal of any storage class, with the edges that matter.
     fn value(&mut self) -> String {
         match self.below(14) {
@@ -80,18 +92,7 @@ fn planes_row(pl: &mut Connection) -> Vec<Value> {
 fn follow(expr: &str, seed: u64) {
     let mut rng = Rng(seed);
     let mut p = Pair::new(SETUP, "");
-    let init: Vec<String> = (0..20)
-        .map(|_| {
-            format!(
-                "INSERT INTO t(a, b, c, n, m) VALUES ({}, {}, {}, {}, {})",
-                rng.value(),
-                rng.value(),
-                rng.value(),
-                rng.value(),
-                rng.below(100)
-            )
-        })
-        .collect();
+    let init: Vec<String> = (0..20).map(|_| rng.insert()).collect();
     for s in &init {
         p.exec(s);
     }
@@ -121,14 +122,7 @@ fn follow(expr: &str, seed: u64) {
     check(&mut p);
     for _ in 0..40 {
         let s = match rng.below(4) {
-            0 | 1 => format!(
-                "INSERT INTO t(a, b, c, n, m) VALUES ({}, {}, {}, {}, {})",
-                rng.value(),
-                rng.value(),
-                rng.value(),
-                rng.value(),
-                rng.below(100)
-            ),
+            0 | 1 => rng.insert(),
             2 => format!(
                 "UPDATE t SET {} = {} WHERE id % 5 = {}",
                 ["a", "b", "c", "n"][rng.below(4) as usize],

@@ -188,14 +188,7 @@ impl<'a> Walker<'a> {
         let TableFactor::Table { name, alias, .. } = f else {
             return Ok(None);
         };
-        let parts: Vec<&str> = name
-            .0
-            .iter()
-            .filter_map(|p| match p {
-                ObjectNamePart::Identifier(i) => Some(i.value.as_str()),
-                _ => None,
-            })
-            .collect();
+        let parts = name_parts(name);
         let (schema, table) = match parts.as_slice() {
             [t] => (None, *t),
             [s, t] => (Some(*s), *t),
@@ -368,14 +361,7 @@ impl<'a> Walker<'a> {
         else {
             return Err("the planed table joined to something other than a table".into());
         };
-        let parts: Vec<&str> = name
-            .0
-            .iter()
-            .filter_map(|p| match p {
-                ObjectNamePart::Identifier(i) => Some(i.value.as_str()),
-                _ => None,
-            })
-            .collect();
+        let parts = name_parts(name);
         let table = match parts.as_slice() {
             [t] => *t,
             [s, t] if s.eq_ignore_ascii_case("main") || s.eq_ignore_ascii_case("temp") => *t,
@@ -769,4 +755,15 @@ impl<'a> Walker<'a> {
             FunctionArguments::Subquery(_) => Err("a subquery as function arguments".into()),
         }
     }
+}
+
+/// The parts of a table name (`main.t` → `["main", "t"]`).
+fn name_parts(name: &sqlparser::ast::ObjectName) -> Vec<&str> {
+    name.0
+        .iter()
+        .filter_map(|p| match p {
+            ObjectNamePart::Identifier(i) => Some(i.value.as_str()),
+            _ => None,
+        })
+        .collect()
 }
