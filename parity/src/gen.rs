@@ -232,6 +232,16 @@ pub fn case(seed: u64, size: Size) -> (Schema, Vec<Step>) {
     g.push(Step::CopyRefused(format!(
         "INSERT INTO k.t({cols}) VALUES {row}"
     )));
+    // And a row past the guard by a stand-in of its function (which the
+    // next follow must see in the guard index), whatever the blocks drew.
+    let row = g.s.row(&mut g.rng, None);
+    g.push(Step::StandIn(format!("INSERT INTO t({cols}) VALUES {row}")));
+    g.push(Step::Check(Query {
+        sql: "SELECT COUNT(*) FROM t".into(),
+        params: Vec::new(),
+        class: Class::T,
+        order: Order::Total,
+    }));
     let steps = g.steps;
     (schema, steps)
 }
