@@ -945,11 +945,11 @@ impl Gen<'_> {
         let v = self.s.dim_value(&mut self.rng, d).sql();
         match self.rng.below(3) {
             0 => format!(
-                "INSERT INTO lk(k, grp, w) VALUES ({v}, '{}', {})",
+                "INSERT INTO lk(k, kt, grp, w) VALUES ({v}, {v}, '{}', {})",
                 *self.rng.pick(&["a", "b", "c", "z"]),
                 self.rng.range(-3, 9)
             ),
-            1 => format!("UPDATE lk SET grp = 'u', w = w + 1 WHERE k IS {v}"),
+            1 => format!("UPDATE lk SET grp = 'u', w = w + 1, kt = k WHERE k IS {v}"),
             _ => format!("DELETE FROM lk WHERE rowid = (SELECT min(rowid) FROM lk WHERE k IS {v})"),
         }
     }
@@ -972,10 +972,11 @@ impl Gen<'_> {
         } else {
             format!("lk AS {l}")
         };
+        let key = *self.rng.pick(&["k", "k", "kt"]);
         let on = if self.rng.chance(0.5) {
-            format!("{l}.k = {t}.{d}")
+            format!("{l}.{key} = {t}.{d}")
         } else {
-            format!("{t}.{d} = {l}.k")
+            format!("{t}.{d} = {l}.{key}")
         };
         let from = match self.rng.below(5) {
             0 | 1 => format!("{tdecl} JOIN {ldecl} ON {on}"),

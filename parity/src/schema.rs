@@ -354,8 +354,11 @@ impl Schema {
             "CREATE TABLE aux(k, v INTEGER)".into(),
             // The lookup table of lookup joins (class L): keys from the
             // dimensions' domains, some twice, a NULL key, one no row has.
-            "CREATE TABLE lk(k, grp TEXT, w INTEGER)".into(),
+            "CREATE TABLE lk(k, grp TEXT, w INTEGER, kt TEXT)".into(),
             format!("INSERT INTO lk(k, grp, w) VALUES {}", self.lookup_rows()),
+            // The same keys under TEXT affinity: 5 becomes '5' there, which
+            // an untyped dimension's 5 does not equal (BLOB affinity).
+            "UPDATE lk SET kt = k".into(),
             // A trigger on another table that writes the attached one.
             format!("CREATE TRIGGER aux_ins AFTER INSERT ON aux BEGIN INSERT INTO t({d0}, {m0}, note) VALUES (NEW.k, NEW.v, 'trg'); END"),
             format!("CREATE TRIGGER aux_del AFTER DELETE ON aux BEGIN DELETE FROM t WHERE note = 'trg' AND {m0} IS OLD.v; END"),

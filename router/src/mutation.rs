@@ -96,6 +96,7 @@ mutations! {
     AppenderSkipsAffinity = "appender_skips_affinity",
     ExprAffinityLost = "expr_affinity_lost",
     LookupCountPerKey = "lookup_count_per_key",
+    ResidueBlobAffinityLost = "residue_blob_affinity_lost",
 }
 
 #[cfg(feature = "mutations")]
@@ -230,6 +231,11 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     // rows: a key counted once per match instead of once per row of its
     // group (caught by class L).
     "lookup_count_per_key",
+    // A dimension without affinity bound into the residue's core as a
+    // value without any (`value->>k`), where the column has BLOB affinity:
+    // compared with a TEXT operand, 5 becomes '5' (caught by class L's
+    // untyped keys).
+    "residue_blob_affinity_lost",
 ];
 
 /// Mutations of persisted planes that need a plain SQLite writer on a table

@@ -124,7 +124,8 @@ pub(crate) fn classify(
     };
     // What the cells answer directly they answer; the rest may still have an
     // aggregate core, with SQLite evaluating around it.
-    match crate::residue::plan(shared, sql, q, columns, param_count, lookup_tables(db)) {
+    let lookup = |schema: Option<&str>, table: &str| lookup_table(db, schema, table);
+    match crate::residue::plan(shared, sql, q, columns, param_count, &lookup) {
         Ok(r) => Classified::Residue(Box::new(r)),
         Err(Decline::NoCore) => Classified::Declined(reason.into()),
         Err(r) => Classified::Declined(r),
@@ -133,30 +134,67 @@ pub(crate) fn classify(
 
 type R<T> = Result<T, String>;
 
-/// The ordinary tables of main and temp (lower case): no view and no
-/// virtual table, whose reads may differ. What a lookup join may join.
-fn lookup_tables(db: &rusqlite::Connection) -> Vec<String> {
-    let sql = "SELECT lower(name) FROM main.sqlite_schema WHERE type = 'table' \
-               AND coalesce(sql, '') NOT LIKE 'CREATE VIRTUAL%' \
-               UNION ALL SELECT lower(name) FROM temp.sqlite_schema WHERE type = 'table' \
-               AND coalesce(sql, '') NOT LIKE 'CREATE VIRTUAL%'";
-    let Ok(mut stmt) = db.prepare_cached(sql) else {
-        return Vec::new();
+/// An ordinary table (no view, no virtual table) that a lookup join may
+/// join to the core, as SQLite resolves its name (`schema` given, or temp
+/// before main): its columns with their affinity and collation. `None` for
+/// anything else.
+fn lookup_table(
+    db: &rusqlite::Connection,
+    schema: Option<&str>,
+    table: &str,
+) -> Option<Vec<crate::residue::OtherColumn>> {
+    let kind = |s: &str| -> Option<(String, bool)> {
+        db.query_row(
+            &format!(
+                "SELECT type, coalesce(sql, '') LIKE 'CREATE VIRTUAL%' FROM {s}.sqlite_schema \
+                 WHERE name = ?1 COLLATE NOCASE AND type IN ('table', 'view')"
+            ),
+            [table],
+            |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?)),
+        )
+        .ok()
     };
-    let Ok(rows) = stmt.query_map([], |r| r.get::<_, String>(0)) else {
-        return Vec::new();
+    let schema = match schema {
+        Some(s) if s.eq_ignore_ascii_case("main") => "main",
+        Some(s) if s.eq_ignore_ascii_case("temp") => "temp",
+        Some(_) => return None,
+        None if kind("temp").is_some() => "temp",
+        None => "main",
     };
-    let names: Vec<String> = rows.filter_map(|r| r.ok()).collect();
-    // A temp table shadows main's of the same name: still a table; but a
-    // temp view shadows a main table, and is none.
-    let views: Vec<String> = db
-        .prepare_cached("SELECT lower(name) FROM temp.sqlite_schema WHERE type = 'view'")
-        .and_then(|mut s| {
-            s.query_map([], |r| r.get::<_, String>(0))
-                .map(|r| r.filter_map(|x| x.ok()).collect())
+    match kind(schema)? {
+        (t, false) if t == "table" => {}
+        _ => return None,
+    }
+    let strict: bool = db
+        .query_row(
+            "SELECT strict FROM pragma_table_list WHERE schema = ?1 AND name = ?2 COLLATE NOCASE",
+            [schema, table],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|s| s != 0)
+        .unwrap_or(false);
+    let mut stmt = db
+        .prepare("SELECT name, type FROM pragma_table_xinfo(?1, ?2) WHERE hidden = 0")
+        .ok()?;
+    let cols: Vec<(String, String)> = stmt
+        .query_map([table, schema], |r| Ok((r.get(0)?, r.get(1)?)))
+        .ok()?
+        .collect::<Result<_, _>>()
+        .ok()?;
+    cols.into_iter()
+        .map(|(name, decl)| {
+            let (_, coll, ..) = db
+                .column_metadata(Some(schema), table, name.as_str())
+                .ok()?;
+            Some(crate::residue::OtherColumn {
+                aff: crate::affinity::Affinity::of_column(&decl, strict),
+                coll: coll
+                    .map(|c| c.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "BINARY".into()),
+                name,
+            })
         })
-        .unwrap_or_default();
-    names.into_iter().filter(|n| !views.contains(n)).collect()
+        .collect()
 }
 
 pub(crate) use crate::catalog::names_a_column;

@@ -21,6 +21,13 @@ use super::{SumTerm, CORE, R};
 use crate::affinity::Affinity;
 use crate::tokenize::{self, Kind};
 
+/// The name of the core's `json_each` (its rows: one JSON array a group).
+pub(super) const JSON_ROW: &str = "\"pleroma$j\"";
+
+/// Why a representative of equal values is declined.
+const UNSTABLE: &str =
+    "whose values may compare equal and still differ (SQLite shows the first row's)";
+
 /// A block that reads the planed table alone.
 pub(super) struct Core<'b> {
     pub(super) alias: String,
@@ -30,8 +37,10 @@ pub(super) struct Core<'b> {
     /// Output aliases of the block.
     pub(super) aliases: Vec<String>,
     pub(super) items: Vec<&'b Expr>,
-    /// In a lookup join: the other table's name in the block.
+    /// In a lookup join: the other table's name in the block, and its
+    /// columns.
     pub(super) other: Option<String>,
+    pub(super) other_cols: Vec<super::OtherColumn>,
 }
 
 impl Walker<'_> {
@@ -79,6 +88,10 @@ impl Walker<'_> {
             aliases,
             items,
             other: join.as_ref().map(|j| j.other_alias.clone()),
+            other_cols: join
+                .as_ref()
+                .map(|j| j.other_cols.clone())
+                .unwrap_or_default(),
         };
         if let Some(j) = &join {
             // Each core row stands for its group's rows, and every one of
@@ -101,6 +114,9 @@ impl Walker<'_> {
         for g in gexprs {
             let term = self.resolve_term(&c, g, false)?;
             self.row_expr(&c, term)?;
+            if !self.stable(&c, term) {
+                return Err(format!("GROUP BY {term}, {UNSTABLE}"));
+            }
             c.groups.push(term.to_string());
         }
         if let Some(w) = &sel.selection {
@@ -162,6 +178,9 @@ impl Walker<'_> {
                     return Err("a window function over the rows of the table".into());
                 }
                 self.row_expr(&c, e)?;
+                if !self.stable(&c, e) {
+                    return Err(format!("DISTINCT {e}, {UNSTABLE}"));
+                }
             }
             for e in order {
                 let t = self.resolve_term(&c, e, true)?;
@@ -187,6 +206,163 @@ impl Walker<'_> {
             self.rest.push("DISTINCT".into());
         }
         Ok(())
+    }
+
+    /// Whether no two values of a per-row expression can compare equal
+    /// and still differ (1 and 1.0; 'a' and 'A' under NOCASE): of such
+    /// values, a group, a DISTINCT row or a MIN/MAX shows the one SQLite
+    /// meets first, which over the core is another row. Dimensions hold
+    /// INTEGER, TEXT or NULL under BINARY; another table's column is stable
+    /// when its affinity turns an integral REAL into an INTEGER or every
+    /// number into TEXT or REAL (not BLOB) and its collation is BINARY; an
+    /// expression when it has no REAL literal, calls only functions whose
+    /// values are INTEGER or TEXT, casts only to INTEGER or TEXT, and does
+    /// arithmetic only over integers (dimensions of INTEGER or NUMERIC
+    /// affinity, integer literals).
+    pub(super) fn stable(&self, c: &Core, e: &Expr) -> bool {
+        use sqlparser::ast::{BinaryOperator as B, CastKind, DataType};
+        const INT_OR_TEXT: &[&str] = &[
+            "coalesce",
+            "ifnull",
+            "iif",
+            "if",
+            "nullif",
+            "printf",
+            "format",
+            "lower",
+            "upper",
+            "length",
+            "octet_length",
+            "substr",
+            "substring",
+            "trim",
+            "ltrim",
+            "rtrim",
+            "replace",
+            "instr",
+            "hex",
+            "quote",
+            "typeof",
+            "min",
+            "max",
+            "like",
+            "glob",
+            "char",
+            "unicode",
+            "date",
+            "time",
+            "datetime",
+            "strftime",
+            "unixepoch",
+            "concat",
+            "concat_ws",
+        ];
+        let other_col = |x: &Expr| -> Option<&super::OtherColumn> {
+            let other = c.other.as_ref()?;
+            let name = match x {
+                Expr::CompoundIdentifier(p) => match p.as_slice() {
+                    [q, n] if q.value.eq_ignore_ascii_case(other) => &n.value,
+                    _ => return None,
+                },
+                Expr::Identifier(i) => &i.value,
+                _ => return None,
+            };
+            c.other_cols
+                .iter()
+                .find(|k| k.name.eq_ignore_ascii_case(name))
+        };
+        // An integer for every row (or NULL).
+        fn integral(w: &Walker, c: &Core, x: &Expr) -> bool {
+            match x {
+                Expr::Nested(i) => integral(w, c, i),
+                Expr::Value(v) => {
+                    matches!(&v.value, SqlValue::Number(n, _) if n.bytes().all(|b| b.is_ascii_digit()))
+                        || matches!(v.value, SqlValue::Null)
+                }
+                Expr::UnaryOp { expr, .. } => integral(w, c, expr),
+                Expr::BinaryOp {
+                    left,
+                    op: B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo,
+                    right,
+                } => integral(w, c, left) && integral(w, c, right),
+                _ => w.dim(c, x).is_some_and(|d| {
+                    matches!(
+                        w.shared.entry(c.entry).cols.dim_aff[d],
+                        Affinity::Integer | Affinity::Numeric
+                    )
+                }),
+            }
+        }
+        if self.dim(c, e).is_some() {
+            return true;
+        }
+        if let Some(k) = other_col(e) {
+            return k.aff != Affinity::Blob && k.coll.eq_ignore_ascii_case("BINARY");
+        }
+        let mut ok = true;
+        visit(e, &mut |x| {
+            match x {
+                Expr::Value(v) => {
+                    if let SqlValue::Number(n, _) = &v.value {
+                        if !n.bytes().all(|b| b.is_ascii_digit()) {
+                            ok = false;
+                        }
+                    }
+                }
+                Expr::Function(f) => {
+                    let name = f.name.to_string().to_ascii_lowercase();
+                    if matches!(name.as_str(), "abs" | "sign") {
+                        if let FunctionArguments::List(l) = &f.args {
+                            for a in &l.args {
+                                if let FunctionArg::Unnamed(FunctionArgExpr::Expr(a)) = a {
+                                    ok &= integral(self, c, a);
+                                }
+                            }
+                        }
+                    } else if !INT_OR_TEXT.contains(&name.as_str()) || f.over.is_some() {
+                        ok = false;
+                    }
+                }
+                Expr::Cast {
+                    kind: CastKind::Cast,
+                    data_type,
+                    ..
+                } => {
+                    ok &= matches!(
+                        data_type,
+                        DataType::Integer(_) | DataType::Int(_) | DataType::Text
+                    );
+                }
+                Expr::Cast { .. } => ok = false,
+                Expr::BinaryOp {
+                    left,
+                    op: B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo,
+                    right,
+                } => ok &= integral(self, c, left) && integral(self, c, right),
+                Expr::UnaryOp { expr, .. } if !matches!(expr.as_ref(), Expr::Value(_)) => {
+                    // `-x`, `+x`: a number of x; `NOT x`: an integer.
+                    if !matches!(
+                        x,
+                        Expr::UnaryOp {
+                            op: sqlparser::ast::UnaryOperator::Not,
+                            ..
+                        }
+                    ) {
+                        ok &= integral(self, c, expr);
+                    }
+                }
+                Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
+                    ok &= self.dim(c, x).is_some()
+                        || other_col(x).is_some_and(|k| {
+                            k.aff != Affinity::Blob && k.coll.eq_ignore_ascii_case("BINARY")
+                        });
+                }
+                Expr::Subquery(_) => ok = false,
+                _ => {}
+            }
+            ok
+        });
+        ok
     }
 
     /// A GROUP BY or ORDER BY term: a position or an output alias stands for
@@ -327,6 +503,11 @@ impl Walker<'_> {
                 // Over dimensions only: the same set of values over the
                 // core's rows as over the table's.
                 self.row_expr(c, arg)?;
+                if (distinct && name != "count" || matches!(name, "min" | "max"))
+                    && !self.stable(c, arg)
+                {
+                    return Err(format!("{name}() of {arg}, {UNSTABLE}"));
+                }
                 if distinct || matches!(name, "min" | "max") {
                     self.aggs.push(format!("{name}() of dimensions"));
                     return Ok(());
@@ -517,9 +698,17 @@ pub(super) fn cte_head(
     let mut names = Vec::new();
     let mut sel = Vec::new();
     let mut k = 0;
-    let mut col = |names: &mut Vec<String>, name: String, cast: Option<&str>| {
+    let mut col = |names: &mut Vec<String>, name: String, cast: Option<&str>, blob: bool| {
         let v = format!("value->>{k}");
         sel.push(match cast {
+            // No affinity (an untyped, BLOB or STRICT ANY column) is BLOB
+            // affinity, which a comparison with a TEXT operand keeps (5 is
+            // not '5'); `value->>k` has none at all, which takes the TEXT.
+            // A column of `json_each` (declared without a type) has BLOB
+            // affinity, and a scalar subquery has its column's.
+            _ if blob => format!(
+                "(SELECT \"pleroma$e\".value FROM json_each({JSON_ROW}.value, '$[{k}]') AS \"pleroma$e\")"
+            ),
             Some(c) => format!("CAST({v} AS {c})"),
             None => v,
         });
@@ -533,12 +722,14 @@ pub(super) fn cte_head(
             Affinity::Numeric => Some("NUMERIC"),
             _ => None,
         };
-        col(&mut names, dim_names[d].clone(), cast);
+        let blob =
+            *a == Affinity::Blob && !crate::mutation::active(Mutation::ResidueBlobAffinityLost);
+        col(&mut names, dim_names[d].clone(), cast, blob);
     }
-    col(&mut names, "pleroma$n".into(), None);
+    col(&mut names, "pleroma$n".into(), None, false);
     for &m in measures {
         for p in ["c", "s", "lo", "hi"] {
-            col(&mut names, format!("pleroma${p}{m}"), None);
+            col(&mut names, format!("pleroma${p}{m}"), None, false);
         }
     }
     format!(

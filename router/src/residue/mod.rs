@@ -80,6 +80,14 @@ pub(crate) struct ResiduePlan {
     pub split: String,
 }
 
+/// A column of a table a lookup join joins to the core.
+#[derive(Debug, Clone)]
+pub(crate) struct OtherColumn {
+    pub name: String,
+    pub aff: Affinity,
+    pub coll: String,
+}
+
 /// One sum's accumulator: the measures it may add per row, and whether it
 /// may add the constant 1.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,14 +104,14 @@ pub(crate) fn plan(
     q: &Query,
     columns: Vec<String>,
     param_count: usize,
-    lookup_tables: Vec<String>,
+    lookup: &dyn Fn(Option<&str>, &str) -> Option<Vec<OtherColumn>>,
 ) -> Result<ResiduePlan, Decline> {
     if names_pleroma_or_collate(sql) || !quoted_names_are_words(sql) {
         // A quoted name that is not a plain word may spell the name SQLite
         // gives an aggregate column, which the rewrite changes.
         return Err(Decline::NoCore);
     }
-    let mut w = Walker::new(shared, sql, lookup_tables);
+    let mut w = Walker::new(shared, sql, lookup);
     if let Err(r) = w.query(q, false) {
         // Without a block over the planed table, the classifier's own
         // reason is the one to give.
@@ -135,9 +143,12 @@ pub(crate) fn plan(
     let (at, joiner) = match &q.with {
         Some(with) => {
             let first = with.cte_tables.first().ok_or("an empty WITH")?;
-            (w.offset(first.alias.name.span.start)?, "')), ")
+            (
+                w.offset(first.alias.name.span.start)?,
+                "') AS \"pleroma$j\"), ",
+            )
         }
-        None => (0, "')) "),
+        None => (0, "') AS \"pleroma$j\") "),
     };
     let rewritten = core::rewrite(sql, &mut w.edits)?;
     // `at` is before every edit (the first CTE's name or the start).

@@ -46,7 +46,7 @@ fn residue(db: &rusqlite::Connection, planes: &Planes, sql: &str) -> Result<Resi
     let [sqlparser::ast::Statement::Query(q)] = stmts.as_slice() else {
         return Err(Decline::NoCore);
     };
-    plan(planes, sql, q, columns, count, Vec::new())
+    plan(planes, sql, q, columns, count, &|_, _| None)
 }
 
 /// What a row expects: `= rewritten text` (and the LIMIT cut checked at
@@ -228,158 +228,158 @@ const CASES: &[(&str, &str)] = &[
     // Served.
     (
         r#"SELECT a, c, COUNT(*) FROM t GROUP BY a, c ORDER BY 3 LIMIT 2"#,
-        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩')) SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" GROUP BY a, c ORDER BY 3  ⟨cut: keys [2], limit 2, offset 0⟩"#,
+        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" GROUP BY a, c ORDER BY 3  ⟨cut: keys [2], limit 2, offset 0⟩"#,
     ),
     (
         r#"SELECT a, c, COUNT(*) FROM t GROUP BY a, c ORDER BY COUNT(*) LIMIT 2 OFFSET 1"#,
-        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩')) SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" GROUP BY a, c ORDER BY COALESCE(SUM("pleroma$n"), 0)  ⟨cut: keys [2], limit 2, offset 1⟩"#,
+        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" GROUP BY a, c ORDER BY COALESCE(SUM("pleroma$n"), 0)  ⟨cut: keys [2], limit 2, offset 1⟩"#,
     ),
     (
         r#"SELECT (SELECT a FROM t GROUP BY a ORDER BY a) AS v"#,
-        r#"= WITH "pleroma$core"("a", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), value->>1 FROM json_each('⟨core⟩')) SELECT (SELECT a FROM "pleroma$core" AS "t" GROUP BY a ORDER BY a) AS v"#,
+        r#"= WITH "pleroma$core"("a", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), value->>1 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT (SELECT a FROM "pleroma$core" AS "t" GROUP BY a ORDER BY a) AS v"#,
     ),
     (
         r#"SELECT (SELECT COUNT(*) FROM t) AS n"#,
-        r#"= WITH "pleroma$core"("pleroma$n") AS (SELECT value->>0 FROM json_each('⟨core⟩')) SELECT (SELECT COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t") AS n"#,
+        r#"= WITH "pleroma$core"("pleroma$n") AS (SELECT value->>0 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT (SELECT COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t") AS n"#,
     ),
     (
         r#"SELECT s.a, n, name FROM (SELECT a, COUNT(*) AS n FROM t GROUP BY a) AS s JOIN u ON u.a = s.a"#,
-        r#"= WITH "pleroma$core"("a", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), value->>1 FROM json_each('⟨core⟩')) SELECT s.a, n, name FROM (SELECT a, COALESCE(SUM("pleroma$n"), 0) AS n FROM "pleroma$core" AS "t" GROUP BY a) AS s JOIN u ON u.a = s.a"#,
+        r#"= WITH "pleroma$core"("a", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), value->>1 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT s.a, n, name FROM (SELECT a, COALESCE(SUM("pleroma$n"), 0) AS n FROM "pleroma$core" AS "t" GROUP BY a) AS s JOIN u ON u.a = s.a"#,
     ),
     (
         r#"SELECT a, printf('%d', COUNT(*)) FROM t GROUP BY a"#,
-        r#"= WITH "pleroma$core"("a", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), value->>1 FROM json_each('⟨core⟩')) SELECT a, printf('%d', COALESCE(SUM("pleroma$n"), 0)) FROM "pleroma$core" AS "t" GROUP BY a"#,
+        r#"= WITH "pleroma$core"("a", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), value->>1 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, printf('%d', COALESCE(SUM("pleroma$n"), 0)) FROM "pleroma$core" AS "t" GROUP BY a"#,
     ),
     (
         r#"SELECT a, n * 2 FROM (SELECT a, COUNT(*) AS n FROM t GROUP BY a) WHERE n > 1"#,
-        r#"= WITH "pleroma$core"("a", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), value->>1 FROM json_each('⟨core⟩')) SELECT a, n * 2 FROM (SELECT a, COALESCE(SUM("pleroma$n"), 0) AS n FROM "pleroma$core" AS "t" GROUP BY a) WHERE n > 1"#,
+        r#"= WITH "pleroma$core"("a", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), value->>1 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, n * 2 FROM (SELECT a, COALESCE(SUM("pleroma$n"), 0) AS n FROM "pleroma$core" AS "t" GROUP BY a) WHERE n > 1"#,
     ),
     (
         r#"SELECT b, SUM(x) + 1, MAX(y) FROM t WHERE a IN (1, 2) GROUP BY b HAVING COUNT(*) > 0"#,
-        r#"= WITH "pleroma$core"("a", "b", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0", "pleroma$c1", "pleroma$s1", "pleroma$lo1", "pleroma$hi1") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8, value->>9, value->>10 FROM json_each('⟨core⟩')) SELECT b, SUM("pleroma$s0") + 1, MAX("pleroma$hi1") FROM "pleroma$core" AS "t" WHERE a IN (1, 2) GROUP BY b HAVING COALESCE(SUM("pleroma$n"), 0) > 0"#,
+        r#"= WITH "pleroma$core"("a", "b", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0", "pleroma$c1", "pleroma$s1", "pleroma$lo1", "pleroma$hi1") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8, value->>9, value->>10 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT b, SUM("pleroma$s0") + 1, MAX("pleroma$hi1") FROM "pleroma$core" AS "t" WHERE a IN (1, 2) GROUP BY b HAVING COALESCE(SUM("pleroma$n"), 0) > 0"#,
     ),
     (
         r#"SELECT a, rank() OVER (ORDER BY SUM(x)) FROM t GROUP BY a"#,
-        r#"= WITH "pleroma$core"("a", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS INTEGER), value->>1, value->>2, value->>3, value->>4, value->>5 FROM json_each('⟨core⟩')) SELECT a, rank() OVER (ORDER BY SUM("pleroma$s0")) FROM "pleroma$core" AS "t" GROUP BY a"#,
+        r#"= WITH "pleroma$core"("a", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS INTEGER), value->>1, value->>2, value->>3, value->>4, value->>5 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, rank() OVER (ORDER BY SUM("pleroma$s0")) FROM "pleroma$core" AS "t" GROUP BY a"#,
     ),
     (
         r#"WITH s AS (SELECT a, AVG(x) AS m FROM t GROUP BY a) SELECT m FROM s"#,
-        r#"= WITH "pleroma$core"("a", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS INTEGER), value->>1, value->>2, value->>3, value->>4, value->>5 FROM json_each('⟨core⟩')), s AS (SELECT a, (CAST(SUM("pleroma$s0") AS REAL) / SUM("pleroma$c0")) AS m FROM "pleroma$core" AS "t" GROUP BY a) SELECT m FROM s"#,
+        r#"= WITH "pleroma$core"("a", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS INTEGER), value->>1, value->>2, value->>3, value->>4, value->>5 FROM json_each('⟨core⟩') AS "pleroma$j"), s AS (SELECT a, (CAST(SUM("pleroma$s0") AS REAL) / SUM("pleroma$c0")) AS m FROM "pleroma$core" AS "t" GROUP BY a) SELECT m FROM s"#,
     ),
     (
         r#"SELECT DISTINCT b FROM t ORDER BY b LIMIT 1"#,
-        r#"= WITH "pleroma$core"("b", "pleroma$n") AS (SELECT CAST(value->>0 AS TEXT), value->>1 FROM json_each('⟨core⟩')) SELECT DISTINCT b FROM "pleroma$core" AS "t" ORDER BY b LIMIT 1"#,
+        r#"= WITH "pleroma$core"("b", "pleroma$n") AS (SELECT CAST(value->>0 AS TEXT), value->>1 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT DISTINCT b FROM "pleroma$core" AS "t" ORDER BY b LIMIT 1"#,
     ),
     (
         r#"SELECT COUNT(c), COUNT(*) FILTER (WHERE a > 1) FROM t"#,
-        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩')) SELECT COALESCE(SUM(CASE WHEN (c) IS NULL THEN 0 ELSE "pleroma$n" END), 0), COALESCE(SUM("pleroma$n") FILTER (WHERE a > 1), 0) FROM "pleroma$core" AS "t""#,
+        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT COALESCE(SUM(CASE WHEN (c) IS NULL THEN 0 ELSE "pleroma$n" END), 0), COALESCE(SUM("pleroma$n") FILTER (WHERE a > 1), 0) FROM "pleroma$core" AS "t""#,
     ),
     (
         r#"SELECT SUM(CASE WHEN a = 1 THEN x ELSE 0 END) FROM t"#,
-        r#"= WITH "pleroma$core"("a", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS INTEGER), value->>1, value->>2, value->>3, value->>4, value->>5 FROM json_each('⟨core⟩')) SELECT SUM(CASE WHEN (a = 1) THEN "pleroma$s0" ELSE 0 END) FROM "pleroma$core" AS "t""#,
+        r#"= WITH "pleroma$core"("a", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS INTEGER), value->>1, value->>2, value->>3, value->>4, value->>5 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT SUM(CASE WHEN (a = 1) THEN "pleroma$s0" ELSE 0 END) FROM "pleroma$core" AS "t""#,
     ),
     (
         r#"SELECT COUNT(*) FROM t WHERE abs(a) = 1"#,
-        r#"= WITH "pleroma$core"("a", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), value->>1 FROM json_each('⟨core⟩')) SELECT COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE abs(a) = 1"#,
+        r#"= WITH "pleroma$core"("a", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), value->>1 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE abs(a) = 1"#,
     ),
     (
         r#"SELECT s.a, COUNT(*) FROM t AS s GROUP BY s.a"#,
-        r#"= WITH "pleroma$core"("a", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), value->>1 FROM json_each('⟨core⟩')) SELECT s.a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS s GROUP BY s.a"#,
+        r#"= WITH "pleroma$core"("a", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), value->>1 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT s.a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS s GROUP BY s.a"#,
     ),
     (
         r#"SELECT PleromaSumExact(x), TOTAL(y), MIN(x) FROM t"#,
-        r#"= WITH "pleroma$core"("pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0", "pleroma$c1", "pleroma$s1", "pleroma$lo1", "pleroma$hi1") AS (SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8 FROM json_each('⟨core⟩')) SELECT PleromaSumExact("pleroma$s0"), TOTAL("pleroma$s1"), MIN("pleroma$lo0") FROM "pleroma$core" AS "t""#,
+        r#"= WITH "pleroma$core"("pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0", "pleroma$c1", "pleroma$s1", "pleroma$lo1", "pleroma$hi1") AS (SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT PleromaSumExact("pleroma$s0"), TOTAL("pleroma$s1"), MIN("pleroma$lo0") FROM "pleroma$core" AS "t""#,
     ),
     (
         r#"SELECT a, COUNT(*) FROM t WHERE NOT a = 1 AND -c < 0 GROUP BY a"#,
-        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩')) SELECT a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE NOT a = 1 AND -c < 0 GROUP BY a"#,
+        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE NOT a = 1 AND -c < 0 GROUP BY a"#,
     ),
     (
         r#"SELECT CAST(COUNT(*) AS TEXT), coalesce(MAX(x), 0) FROM t WHERE b IS NOT NULL"#,
-        r#"= WITH "pleroma$core"("b", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS TEXT), value->>1, value->>2, value->>3, value->>4, value->>5 FROM json_each('⟨core⟩')) SELECT CAST(COALESCE(SUM("pleroma$n"), 0) AS TEXT), coalesce(MAX("pleroma$hi0"), 0) FROM "pleroma$core" AS "t" WHERE b IS NOT NULL"#,
+        r#"= WITH "pleroma$core"("b", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS TEXT), value->>1, value->>2, value->>3, value->>4, value->>5 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT CAST(COALESCE(SUM("pleroma$n"), 0) AS TEXT), coalesce(MAX("pleroma$hi0"), 0) FROM "pleroma$core" AS "t" WHERE b IS NOT NULL"#,
     ),
     (
         r#"SELECT COUNT(*) FROM t WHERE b LIKE 'p%'"#,
-        r#"= WITH "pleroma$core"("b", "pleroma$n") AS (SELECT CAST(value->>0 AS TEXT), value->>1 FROM json_each('⟨core⟩')) SELECT COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE b LIKE 'p%'"#,
+        r#"= WITH "pleroma$core"("b", "pleroma$n") AS (SELECT CAST(value->>0 AS TEXT), value->>1 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE b LIKE 'p%'"#,
     ),
     (
         r#"SELECT a FROM t GROUP BY a UNION SELECT a FROM u"#,
-        r#"= WITH "pleroma$core"("a", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), value->>1 FROM json_each('⟨core⟩')) SELECT a FROM "pleroma$core" AS "t" GROUP BY a UNION SELECT a FROM u"#,
+        r#"= WITH "pleroma$core"("a", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), value->>1 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a FROM "pleroma$core" AS "t" GROUP BY a UNION SELECT a FROM u"#,
     ),
     (
         r#"SELECT a, COUNT(*) FROM t GROUP BY a ORDER BY a LIMIT 1"#,
-        r#"= WITH "pleroma$core"("a", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), value->>1 FROM json_each('⟨core⟩')) SELECT a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" GROUP BY a ORDER BY a LIMIT 1"#,
+        r#"= WITH "pleroma$core"("a", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), value->>1 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" GROUP BY a ORDER BY a LIMIT 1"#,
     ),
     // Served, read through the tokenizer.
     (
         r#"SELECT a, COUNT(*) /* all */ FROM t -- the table
  WHERE b != 'collate' GROUP BY a"#,
-        r#"= WITH "pleroma$core"("a", "b", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), value->>2 FROM json_each('⟨core⟩')) SELECT a, COALESCE(SUM("pleroma$n"), 0) /* all */ FROM "pleroma$core" AS "t" -- the table
+        r#"= WITH "pleroma$core"("a", "b", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), value->>2 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, COALESCE(SUM("pleroma$n"), 0) /* all */ FROM "pleroma$core" AS "t" -- the table
  WHERE b != 'collate' GROUP BY a"#,
     ),
     (
         r#"SELECT a, COUNT(*) FROM t WHERE c NOTNULL GROUP BY a"#,
-        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩')) SELECT a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE c NOTNULL GROUP BY a"#,
+        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE c NOTNULL GROUP BY a"#,
     ),
     (
         r#"SELECT AVG(CASE WHEN b = 'x:y' THEN x END) FROM t"#,
-        r#"= WITH "pleroma$core"("b", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS TEXT), value->>1, value->>2, value->>3, value->>4, value->>5 FROM json_each('⟨core⟩')) SELECT (CAST(SUM(CASE WHEN (b = 'x:y') THEN "pleroma$s0" ELSE NULL END) AS REAL) / SUM(CASE WHEN (b = 'x:y') THEN "pleroma$c0" ELSE 0 END)) FROM "pleroma$core" AS "t""#,
+        r#"= WITH "pleroma$core"("b", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS TEXT), value->>1, value->>2, value->>3, value->>4, value->>5 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT (CAST(SUM(CASE WHEN (b = 'x:y') THEN "pleroma$s0" ELSE NULL END) AS REAL) / SUM(CASE WHEN (b = 'x:y') THEN "pleroma$c0" ELSE 0 END)) FROM "pleroma$core" AS "t""#,
     ),
     (
         r#"SELECT a, c, COUNT(*) FROM t GROUP BY a, c ORDER BY 3 LIMIT /* n */ 2 -- end
 ;"#,
-        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩')) SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" GROUP BY a, c ORDER BY 3  -- end
+        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" GROUP BY a, c ORDER BY 3  -- end
 ; ⟨cut: keys [2], limit 2, offset 0⟩"#,
     ),
     (
         r#"SELECT a, c, COUNT(*) FROM t GROUP BY a, c ORDER BY 3 LIMIT 2, 1"#,
-        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩')) SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" GROUP BY a, c ORDER BY 3  ⟨cut: keys [2], limit 1, offset 2⟩"#,
+        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" GROUP BY a, c ORDER BY 3  ⟨cut: keys [2], limit 1, offset 2⟩"#,
     ),
     (
         r#"SELECT a, c, COUNT(*) FROM t GROUP BY a, c ORDER BY 3 LIMIT ?"#,
-        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩')) SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" GROUP BY a, c ORDER BY 3 LIMIT -1 + 0 * (?) ⟨cut: keys [2], limit ?1, offset 0⟩"#,
+        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" GROUP BY a, c ORDER BY 3 LIMIT -1 + 0 * (?) ⟨cut: keys [2], limit ?1, offset 0⟩"#,
     ),
     (
         r#"SELECT a, c, COUNT(*) FROM t WHERE a <> ?5 GROUP BY a, c ORDER BY 3 DESC LIMIT ? OFFSET :o"#,
-        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩')) SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE a <> ?5 GROUP BY a, c ORDER BY 3 DESC LIMIT -1 + 0 * (?) OFFSET 0 * (:o) ⟨cut: keys [2], limit ?6, offset ?7⟩"#,
+        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE a <> ?5 GROUP BY a, c ORDER BY 3 DESC LIMIT -1 + 0 * (?) OFFSET 0 * (:o) ⟨cut: keys [2], limit ?6, offset ?7⟩"#,
     ),
     (
         r#"SELECT a, c, COUNT(*) FROM t WHERE a <> :o GROUP BY a, c ORDER BY 3 LIMIT :o, ?"#,
-        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩')) SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE a <> :o GROUP BY a, c ORDER BY 3 LIMIT 0 * (:o), -1 + 0 * (?) ⟨cut: keys [2], limit ?2, offset ?1⟩"#,
+        r#"= WITH "pleroma$core"("a", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, c, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE a <> :o GROUP BY a, c ORDER BY 3 LIMIT 0 * (:o), -1 + 0 * (?) ⟨cut: keys [2], limit ?2, offset ?1⟩"#,
     ),
     (
         r#"SELECT a, SUM(x) FROM t WHERE b = 'pleroma$core' GROUP BY a"#,
-        r#"= WITH "pleroma$core"("a", "b", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), value->>2, value->>3, value->>4, value->>5, value->>6 FROM json_each('⟨core⟩')) SELECT a, SUM("pleroma$s0") FROM "pleroma$core" AS "t" WHERE b = 'pleroma$core' GROUP BY a"#,
+        r#"= WITH "pleroma$core"("a", "b", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), value->>2, value->>3, value->>4, value->>5, value->>6 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, SUM("pleroma$s0") FROM "pleroma$core" AS "t" WHERE b = 'pleroma$core' GROUP BY a"#,
     ),
     (
         r#"SELECT a, COUNT(*) FROM t WHERE b = 'p' /* COLLATE */ GROUP BY a"#,
-        r#"= WITH "pleroma$core"("a", "b", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), value->>2 FROM json_each('⟨core⟩')) SELECT a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE b = 'p' /* COLLATE */ GROUP BY a"#,
+        r#"= WITH "pleroma$core"("a", "b", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), value->>2 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE b = 'p' /* COLLATE */ GROUP BY a"#,
     ),
     (
         r#"SELECT a, COUNT(*) FROM t WHERE c IS NOT NULL AND CAST(b AS INTEGER) > -1 GROUP BY a"#,
-        r#"= WITH "pleroma$core"("a", "b", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), CAST(value->>2 AS INTEGER), value->>3 FROM json_each('⟨core⟩')) SELECT a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE c IS NOT NULL AND CAST(b AS INTEGER) > -1 GROUP BY a"#,
+        r#"= WITH "pleroma$core"("a", "b", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), CAST(value->>2 AS INTEGER), value->>3 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE c IS NOT NULL AND CAST(b AS INTEGER) > -1 GROUP BY a"#,
     ),
     (
         r#"SELECT a, COUNT(*) FROM t WHERE b IN ('p', 'q') AND c BETWEEN 1 AND 20 GROUP BY a"#,
-        r#"= WITH "pleroma$core"("a", "b", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), CAST(value->>2 AS INTEGER), value->>3 FROM json_each('⟨core⟩')) SELECT a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE b IN ('p', 'q') AND c BETWEEN 1 AND 20 GROUP BY a"#,
+        r#"= WITH "pleroma$core"("a", "b", "c", "pleroma$n") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), CAST(value->>2 AS INTEGER), value->>3 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, COALESCE(SUM("pleroma$n"), 0) FROM "pleroma$core" AS "t" WHERE b IN ('p', 'q') AND c BETWEEN 1 AND 20 GROUP BY a"#,
     ),
     (
         r#"SELECT a, MAX(x)
   FILTER (WHERE
  c > 1) FROM t GROUP BY a"#,
-        r#"= WITH "pleroma$core"("a", "c", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2, value->>3, value->>4, value->>5, value->>6 FROM json_each('⟨core⟩')) SELECT a, MAX("pleroma$hi0") FILTER (WHERE c > 1) FROM "pleroma$core" AS "t" GROUP BY a"#,
+        r#"= WITH "pleroma$core"("a", "c", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS INTEGER), value->>2, value->>3, value->>4, value->>5, value->>6 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT a, MAX("pleroma$hi0") FILTER (WHERE c > 1) FROM "pleroma$core" AS "t" GROUP BY a"#,
     ),
     (
         r#"SELECT COUNT(*) FILTER (WHERE b != 'p'), SUM(x) FILTER (WHERE a == 1) FROM t"#,
-        r#"= WITH "pleroma$core"("a", "b", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), value->>2, value->>3, value->>4, value->>5, value->>6 FROM json_each('⟨core⟩')) SELECT COALESCE(SUM("pleroma$n") FILTER (WHERE b != 'p'), 0), SUM("pleroma$s0") FILTER (WHERE a == 1) FROM "pleroma$core" AS "t""#,
+        r#"= WITH "pleroma$core"("a", "b", "pleroma$n", "pleroma$c0", "pleroma$s0", "pleroma$lo0", "pleroma$hi0") AS (SELECT CAST(value->>0 AS INTEGER), CAST(value->>1 AS TEXT), value->>2, value->>3, value->>4, value->>5, value->>6 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT COALESCE(SUM("pleroma$n") FILTER (WHERE b != 'p'), 0), SUM("pleroma$s0") FILTER (WHERE a == 1) FROM "pleroma$core" AS "t""#,
     ),
     (
         r#"SELECT MAX(y) FILTER (WHERE c NOTNULL) FROM t"#,
-        r#"= WITH "pleroma$core"("c", "pleroma$n", "pleroma$c1", "pleroma$s1", "pleroma$lo1", "pleroma$hi1") AS (SELECT CAST(value->>0 AS INTEGER), value->>1, value->>2, value->>3, value->>4, value->>5 FROM json_each('⟨core⟩')) SELECT MAX("pleroma$hi1") FILTER (WHERE c NOTNULL) FROM "pleroma$core" AS "t""#,
+        r#"= WITH "pleroma$core"("c", "pleroma$n", "pleroma$c1", "pleroma$s1", "pleroma$lo1", "pleroma$hi1") AS (SELECT CAST(value->>0 AS INTEGER), value->>1, value->>2, value->>3, value->>4, value->>5 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT MAX("pleroma$hi1") FILTER (WHERE c NOTNULL) FROM "pleroma$core" AS "t""#,
     ),
     (
         r#"SELECT count ( * ) filter ( where x'00' <> b ) FROM t"#,
-        r#"= WITH "pleroma$core"("b", "pleroma$n") AS (SELECT CAST(value->>0 AS TEXT), value->>1 FROM json_each('⟨core⟩')) SELECT COALESCE(SUM("pleroma$n") FILTER (WHERE x'00' <> b), 0) FROM "pleroma$core" AS "t""#,
+        r#"= WITH "pleroma$core"("b", "pleroma$n") AS (SELECT CAST(value->>0 AS TEXT), value->>1 FROM json_each('⟨core⟩') AS "pleroma$j") SELECT COALESCE(SUM("pleroma$n") FILTER (WHERE x'00' <> b), 0) FROM "pleroma$core" AS "t""#,
     ),
 ];
 

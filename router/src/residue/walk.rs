@@ -39,7 +39,11 @@ pub(super) enum Level {
 }
 
 impl<'a> Walker<'a> {
-    pub(super) fn new(shared: &'a Planes, sql: &'a str, lookup_tables: Vec<String>) -> Walker<'a> {
+    pub(super) fn new(
+        shared: &'a Planes,
+        sql: &'a str,
+        lookup: &'a dyn Fn(Option<&str>, &str) -> Option<Vec<super::OtherColumn>>,
+    ) -> Walker<'a> {
         let toks: Vec<Token<'a>> = tokenize::code(sql).collect();
         Walker {
             shared,
@@ -63,7 +67,7 @@ impl<'a> Walker<'a> {
             cut: None,
             aggs: Vec::new(),
             rest: Vec::new(),
-            lookup_tables,
+            lookup,
             joined: Vec::new(),
         }
     }
@@ -362,24 +366,20 @@ impl<'a> Walker<'a> {
             return Err("the planed table joined to something other than a table".into());
         };
         let parts = name_parts(name);
-        let table = match parts.as_slice() {
-            [t] => *t,
-            [s, t] if s.eq_ignore_ascii_case("main") || s.eq_ignore_ascii_case("temp") => *t,
+        let (schema, table) = match parts.as_slice() {
+            [t] => (None, *t),
+            [s, t] => (Some(*s), *t),
             _ => return Err("a joined table outside main and temp".into()),
         };
-        if self.ctes.iter().any(|(c, _)| c.eq_ignore_ascii_case(table)) {
+        if schema.is_none() && self.ctes.iter().any(|(c, _)| c.eq_ignore_ascii_case(table)) {
             return Err("the planed table joined to a CTE".into());
         }
-        if !self
-            .lookup_tables
-            .iter()
-            .any(|t| t.eq_ignore_ascii_case(table))
-        {
-            // A view or a virtual table may give another value per read.
+        // A view or a virtual table may give another value per read.
+        let Some(other_cols) = (self.lookup)(schema, table) else {
             return Err(format!(
-                "the planed table joined to {table}, which is no ordinary table"
+                "the planed table joined to {table}, which is no ordinary table of main or temp"
             ));
-        }
+        };
         let other_alias = match alias {
             Some(a) if !a.columns.is_empty() => {
                 return Err("a table alias with column names".into())
@@ -395,6 +395,7 @@ impl<'a> Walker<'a> {
             planed.1,
             LookupJoin {
                 other_alias,
+                other_cols,
                 // As written (`main.x`, `"x"`): the count reads the same table.
                 other_table: name.to_string(),
                 on,

@@ -48,9 +48,10 @@ pub(super) struct Walker<'a> {
     /// checked at run time instead of proven by the ORDER BY.
     pub(super) cut_keys: Option<Vec<usize>>,
     pub(super) cut: Option<Cut>,
-    /// The database's ordinary tables (main and temp, lower case; no view
-    /// and no virtual table): what a lookup join may join the core to.
-    pub(super) lookup_tables: Vec<String>,
+    /// An ordinary table's columns, by schema (if given) and name; `None`
+    /// for a view, a virtual table or no table: what a lookup join may join
+    /// the core to.
+    pub(super) lookup: &'a dyn Fn(Option<&str>, &str) -> Option<Vec<super::OtherColumn>>,
     /// The tables the core is joined to (their row counts bound how many
     /// times a partial sum is added).
     pub(super) joined: Vec<String>,
@@ -59,6 +60,7 @@ pub(super) struct Walker<'a> {
 /// The other side of a lookup join.
 pub(super) struct LookupJoin<'s> {
     pub(super) other_alias: String,
+    pub(super) other_cols: Vec<super::OtherColumn>,
     pub(super) other_table: String,
     pub(super) on: Option<&'s Expr>,
     /// Whether the planed table is the join's first (left) table.
