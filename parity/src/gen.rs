@@ -897,6 +897,44 @@ impl Gen<'_> {
                 } else {
                     e1
                 };
+                // A range of whole months on the raw column: served when a
+                // dimension is a time bucket of `a` (month starts are
+                // edges of every bucket here); off an edge, either route.
+                const BUCKETS: &[&str] = &[
+                    "date(a, 'unixepoch')",
+                    "strftime('%Y-%m', a, 'unixepoch')",
+                    "datetime(a, 'unixepoch', 'start of month')",
+                ];
+                if self.rng.chance(0.25) {
+                    const MONTHS: &[i64] = &[
+                        1767225600, 1769904000, 1772323200, 1775001600, 1777593600, 1780272000,
+                    ];
+                    let i = self.rng.below(MONTHS.len() - 1);
+                    let j = self.rng.range(i as i64 + 1, MONTHS.len() as i64 - 1) as usize;
+                    let (mut lo, hi) = (MONTHS[i], MONTHS[j]);
+                    let bucketed = dims
+                        .iter()
+                        .any(|d| BUCKETS.iter().any(|b| d.starts_with(b)));
+                    let on_edge = !self.rng.chance(0.2);
+                    if !on_edge {
+                        lo += 1;
+                    }
+                    let group = if self.rng.chance(0.5) {
+                        format!("{e}, ")
+                    } else {
+                        String::new()
+                    };
+                    let by = if group.is_empty() { "" } else { " GROUP BY 1" };
+                    self.push(Step::Check(Query {
+                        sql: format!(
+                            "SELECT {group}COUNT(*), SUM(m) FROM {x} WHERE a >= {lo} AND {hi} > a{by}"
+                        ),
+                        params: Vec::new(),
+                        class: if bucketed && on_edge { Class::E } else { Class::Any },
+                        order: Order::Unordered,
+                    }));
+                    continue;
+                }
                 let spelled = respell(self, e);
                 let lit = *self.rng.pick(LITS);
                 let (sql, order) = match self.rng.below(6) {

@@ -97,6 +97,7 @@ mutations! {
     ExprAffinityLost = "expr_affinity_lost",
     LookupCountPerKey = "lookup_count_per_key",
     ResidueBlobAffinityLost = "residue_blob_affinity_lost",
+    BucketEdgeUnchecked = "bucket_edge_unchecked",
 }
 
 #[cfg(feature = "mutations")]
@@ -236,6 +237,10 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     // compared with a TEXT operand, 5 becomes '5' (caught by class L's
     // untyped keys).
     "residue_blob_affinity_lost",
+    // A range on a time bucket's raw column served without checking that
+    // its bounds start buckets: `a >= month start + 1` counts the bucket's
+    // first second (caught by class E's off-edge ranges, class Any).
+    "bucket_edge_unchecked",
 ];
 
 /// Mutations of persisted planes that need a plain SQLite writer on a table

@@ -349,3 +349,45 @@ fn a_quoted_name_reads_back_on_reopen() {
     pl.query(q, &[]).unwrap();
     assert_eq!(pl.last_route().kind, RouteKind::Plane);
 }
+
+#[test]
+fn a_range_on_the_raw_timestamp_that_falls_on_bucket_edges_is_served() {
+    let mut p = Pair::new(
+        "CREATE TABLE ev(id INTEGER PRIMARY KEY, country TEXT, ts INTEGER, cents INTEGER);
+         INSERT INTO ev(country, ts, cents) VALUES ('DE', 1769904000, 10), ('FR', 1769990399, 20),
+           ('DE', 1772323199, 30), (NULL, NULL, 5), ('US', '2026-03-04 10:00', 7),
+           ('US', 1772323199.5, 3), ('FR', 1769903999.5, 100), ('DE', 1772323200, 1000),
+           ('DE', x'01', 2), ('FR', -86400, 4), ('FR', 253402300800, 8);",
+        "PRAGMA pleroma_attach('ev', 'country, date(ts, ''unixepoch'') AS day, \
+         strftime(''%Y-%m'', ts, ''unixepoch'') AS month', 'cents')",
+    );
+    // February 2026, by day and by month edges; with other conjuncts; a
+    // parameter pair; the bounds written either way round.
+    for (q, params) in [
+        ("SELECT date(ts, 'unixepoch'), SUM(cents) FROM ev WHERE ts >= 1769904000 AND ts < 1772323200 GROUP BY 1 ORDER BY 1", vec![]),
+        ("SELECT country, COUNT(*) FROM ev WHERE country IS NOT NULL AND ts < 1772323200 AND 1769904000 <= ts GROUP BY 1 ORDER BY 1", vec![]),
+        ("SELECT SUM(cents) FROM ev WHERE ts >= ? AND ts < ?", vec![int(1769904000), int(1769990400)]),
+        ("SELECT SUM(cents) FROM ev WHERE ts >= -86400 AND ts < 0", vec![]),
+        ("SELECT SUM(cents) FROM ev WHERE ts >= 1772323200 AND ts < 1769904000", vec![]),
+    ] {
+        p.served(q, &params);
+    }
+    // Not on an edge, not half-open, not a conjunct, not an integer: SQLite.
+    for (q, params) in [
+        ("SELECT SUM(cents) FROM ev WHERE ts >= 1769904001 AND ts < 1772323200", vec![]),
+        ("SELECT SUM(cents) FROM ev WHERE ts > 1769903999 AND ts < 1772323200", vec![]),
+        ("SELECT SUM(cents) FROM ev WHERE ts >= 1769904000 AND ts <= 1772323199", vec![]),
+        ("SELECT SUM(cents) FROM ev WHERE NOT (ts >= 1769904000 AND ts < 1772323200)", vec![]),
+        ("SELECT SUM(cents) FROM ev WHERE ts >= 1769904000 AND ts < 1772323200 OR country = 'US'", vec![]),
+        ("SELECT SUM(cents) FROM ev WHERE ts >= ? AND ts < ?", vec![int(1769904000), text("1772323200")]),
+        ("SELECT SUM(cents) FROM ev WHERE ts >= 1769904000.0 AND ts < 1772323200", vec![]),
+        ("SELECT SUM(cents) FROM ev WHERE ts >= 253402300800 AND ts < 253402387200", vec![]),
+    ] {
+        assert_eq!(p.check(q, &params), RouteKind::Engine, "{q}");
+    }
+    p.exec("INSERT INTO ev(country, ts, cents) VALUES ('DE', 1769904000.25, 50), ('FR', 'x', 9)");
+    p.served(
+        "SELECT strftime('%Y-%m', ts, 'unixepoch'), SUM(cents) FROM ev WHERE ts >= 1769904000 AND ts < 1772323200 GROUP BY 1",
+        &[],
+    );
+}

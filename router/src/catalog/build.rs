@@ -152,6 +152,7 @@ pub(crate) fn resolve_columns(
         dim_cols,
         meas_cols,
         dim_aff,
+        col_aff: cols.iter().map(|c| c.aff).collect(),
         columns: cols.into_iter().map(|c| c.name).collect(),
         expr_inputs,
         eval,

@@ -65,8 +65,10 @@ pub(crate) struct ColumnMap {
     pub meas_cols: Vec<i32>,
     /// Affinity of each dimension column (for comparisons with literals).
     pub dim_aff: Vec<Affinity>,
-    /// Every column of the table, in order (for messages).
+    /// Every column of the table, in order (for messages), and each one's
+    /// affinity.
     pub columns: Vec<String>,
+    pub col_aff: Vec<Affinity>,
     /// The columns that expression dimensions read, and their evaluator
     /// (an expression dimension `j` has `dim_cols` `-1 - j`).
     pub expr_inputs: Vec<i32>,

@@ -56,6 +56,9 @@ pub(super) struct Builder {
     /// Per dimension: an expression dimension's token key (its SQL as
     /// sqlparser prints it, read by `expr::token_key`).
     pub(super) dim_keys: Vec<Option<Vec<(crate::tokenize::Kind, String)>>>,
+    /// Per expression dimension that is a time bucket of a raw INTEGER or
+    /// NUMERIC column (`date(ts, 'unixepoch')`): that column's name.
+    pub(super) bucket_cols: Vec<Option<String>>,
     /// Every column of the table (SQLite resolves a name to one of them
     /// before an output alias).
     pub(super) columns: Vec<String>,
@@ -220,6 +223,95 @@ impl Builder {
             },
             _ => Err("an expression where a literal or parameter was expected".into()),
         }
+    }
+
+    /// A whole WHERE clause: its top-level conjuncts, where a pair
+    /// `col >= lo AND col < hi` on the raw column of a time-bucket
+    /// dimension becomes a bucket range (`PExpr::Bucket`), and the rest
+    /// predicates over dimensions. Only at the top level: there a row whose
+    /// bucket is NULL (its column NULL, TEXT or out of range) fails the
+    /// range as the pair fails it; under NOT or OR their NULL and FALSE
+    /// would differ.
+    pub(super) fn where_pred(&mut self, e: &Expr) -> R<PExpr> {
+        if self.bucket_cols.iter().all(Option::is_none) {
+            return self.pred(e);
+        }
+        let mut conjuncts = Vec::new();
+        flatten_and(e, &mut conjuncts);
+        // (column, lower bound, upper bound, the conjuncts they came from)
+        let mut ranges: Vec<(usize, String, Vec<(usize, &Expr)>, Vec<(usize, &Expr)>)> = Vec::new();
+        for (i, c) in conjuncts.iter().enumerate() {
+            let Expr::BinaryOp { left, op, right } = c else {
+                continue;
+            };
+            let (col, bound, lower) =
+                match (self.raw_bucket_col(left), self.raw_bucket_col(right), op) {
+                    (Some(k), None, BinaryOperator::GtEq) => (k, right.as_ref(), true),
+                    (Some(k), None, BinaryOperator::Lt) => (k, right.as_ref(), false),
+                    (None, Some(k), BinaryOperator::LtEq) => (k, left.as_ref(), true),
+                    (None, Some(k), BinaryOperator::Gt) => (k, left.as_ref(), false),
+                    _ => continue,
+                };
+            let (dim, name) = col;
+            let at = match ranges.iter().position(|r| r.0 == dim) {
+                Some(p) => p,
+                None => {
+                    ranges.push((dim, name, Vec::new(), Vec::new()));
+                    ranges.len() - 1
+                }
+            };
+            if lower {
+                ranges[at].2.push((i, bound));
+            } else {
+                ranges[at].3.push((i, bound));
+            }
+        }
+        let mut used = vec![false; conjuncts.len()];
+        let mut parts = Vec::new();
+        for (dim, column, lows, highs) in ranges {
+            let ([(li, lo)], [(hi_i, hi)]) = (lows.as_slice(), highs.as_slice()) else {
+                continue;
+            };
+            used[*li] = true;
+            used[*hi_i] = true;
+            parts.push(PExpr::Bucket {
+                dim,
+                column,
+                lo: self.operand(lo)?,
+                hi: self.operand(hi)?,
+            });
+        }
+        if parts.is_empty() {
+            return self.pred(e);
+        }
+        for (i, c) in conjuncts.iter().enumerate() {
+            if !used[i] {
+                parts.push(self.pred(c)?);
+            }
+        }
+        Ok(PExpr::And(parts))
+    }
+
+    /// The time-bucket dimension whose raw column `e` names, with the
+    /// column's name; only for a column that is no dimension or measure.
+    fn raw_bucket_col(&self, e: &Expr) -> Option<(usize, String)> {
+        let name = match e {
+            Expr::Identifier(i) => &i.value,
+            Expr::CompoundIdentifier(parts) => match parts.as_slice() {
+                [t, c] if t.value.eq_ignore_ascii_case(&self.alias) => &c.value,
+                _ => return None,
+            },
+            Expr::Nested(inner) => return self.raw_bucket_col(inner),
+            _ => return None,
+        };
+        if matches!(self.column(e), Some(Ok(_))) {
+            return None;
+        }
+        self.bucket_cols.iter().enumerate().find_map(|(d, c)| {
+            c.as_ref()
+                .filter(|c| c.eq_ignore_ascii_case(name))
+                .map(|c| (d, c.clone()))
+        })
     }
 
     /// A WHERE predicate over dimension columns.
@@ -649,6 +741,64 @@ pub(super) fn dim_keys(
                     .map(|x| crate::catalog::expr::token_key(&x.to_string(), &[]))
                     .unwrap_or_default()
             })
+        })
+        .collect()
+}
+
+/// The conjuncts of an AND chain (parentheses looked through).
+fn flatten_and<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match e {
+        Expr::Nested(inner) => flatten_and(inner, out),
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            flatten_and(left, out);
+            flatten_and(right, out);
+        }
+        other => out.push(other),
+    }
+}
+
+/// Per dimension: the raw column of a time-bucket expression dimension
+/// (`date(c, 'unixepoch')`, `strftime('%Y-%m', c, 'unixepoch')`, …: each
+/// monotone in `c`, its bucket edges at whole seconds, its values text
+/// that sorts as time does), when `c` has INTEGER or NUMERIC affinity (a
+/// TEXT value there is no number: it fails `c < hi` and has no bucket).
+pub(super) fn bucket_cols(
+    def: &crate::catalog::PlaneDef,
+    columns: &[String],
+    affinity: &dyn Fn(&str) -> Option<Affinity>,
+) -> Vec<Option<String>> {
+    const FORMS: &[&str] = &[
+        "date(?, 'unixepoch')",
+        "date(?, 'unixepoch', 'start of month')",
+        "date(?, 'unixepoch', 'start of year')",
+        "datetime(?, 'unixepoch', 'start of day')",
+        "datetime(?, 'unixepoch', 'start of month')",
+        "strftime('%Y-%m-%d', ?, 'unixepoch')",
+        "strftime('%Y-%m', ?, 'unixepoch')",
+        "strftime('%Y', ?, 'unixepoch')",
+    ];
+    def.exprs
+        .iter()
+        .map(|e| {
+            let e = e.as_ref()?;
+            let [c] = e.inputs.as_slice() else {
+                return None;
+            };
+            if !columns.iter().any(|x| x == c)
+                || !matches!(affinity(c), Some(Affinity::Integer | Affinity::Numeric))
+            {
+                return None;
+            }
+            let key = crate::catalog::expr::token_key(&e.sql, &[]);
+            let form = FORMS.iter().any(|f| {
+                crate::catalog::expr::token_key(&f.replace('?', &crate::tokenize::quote(c)), &[])
+                    == key
+            });
+            form.then(|| c.clone())
         })
         .collect()
 }

@@ -151,6 +151,7 @@ pub(super) fn join_plan(
         measures: fact.def.measures.clone(),
         dim_aff: fact.cols.dim_aff.clone(),
         dim_keys: super::builder::dim_keys(&fact.def),
+        bucket_cols: vec![None; fact.def.dims.len()],
         columns: fact.cols.columns.clone(),
         aggs: Vec::new(),
         params: Params::default(),

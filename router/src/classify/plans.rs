@@ -111,6 +111,16 @@ pub(crate) enum PExpr {
         rhs: Operand,
         negated: bool,
     },
+    /// `col >= lo AND col < hi` on the raw column of a time-bucket
+    /// expression dimension (a top-level conjunct of WHERE only): the
+    /// buckets from `lo`'s to `hi - 1`'s, when both bounds are bucket edges
+    /// (checked at answer time, with the bound values).
+    Bucket {
+        dim: usize,
+        column: String,
+        lo: Operand,
+        hi: Operand,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -42,6 +42,13 @@ pub(super) fn plan(
         measures: entry.def.measures.clone(),
         dim_aff: entry.cols.dim_aff.clone(),
         dim_keys: super::builder::dim_keys(&entry.def),
+        bucket_cols: super::builder::bucket_cols(&entry.def, &entry.cols.columns, &|c| {
+            entry
+                .cols
+                .col_aff
+                .get(entry.cols.columns.iter().position(|x| x == c)?)
+                .copied()
+        }),
         columns: entry.cols.columns.clone(),
         aggs: Vec::new(),
         params: Params::default(),
@@ -61,7 +68,7 @@ pub(super) fn plan(
     }
     // FROM resolved; WHERE.
     let filter = match &sel.selection {
-        Some(e) => Some(b.pred(e)?),
+        Some(e) => Some(b.where_pred(e)?),
         None => None,
     };
     // GROUP BY: dimension columns, or positions of dimension outputs.

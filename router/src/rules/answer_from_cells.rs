@@ -445,6 +445,18 @@ pub(crate) fn build_pred(entry: &PlaneEntry, e: &PExpr, params: &[Value]) -> R<P
         PExpr::IsNull { dim, negated } => {
             leaf(*dim, &|d| truth((*d == DimValue::Null) != *negated))
         }
+        PExpr::Bucket {
+            dim,
+            column,
+            lo,
+            hi,
+        } => bucket_range(
+            entry,
+            *dim,
+            column,
+            &resolve(lo, params),
+            &resolve(hi, params),
+        )?,
         PExpr::Is { dim, rhs, negated } => {
             let v = conv(*dim, rhs)?;
             leaf(*dim, &|d| {
@@ -456,6 +468,86 @@ pub(crate) fn build_pred(entry: &PlaneEntry, e: &PExpr, params: &[Value]) -> R<P
                 truth(same != *negated)
             })
         }
+    })
+}
+
+/// `column >= lo AND column < hi` as the buckets of dimension `dim` it
+/// covers, when `lo` and `hi` are integers that start a bucket: SQLite's
+/// value of the bucket (the dimension's own expression, evaluated by the
+/// plane's evaluator) differs at `lo - 1` and `lo`, and at `hi - 1` and
+/// `hi`, and all four are text that sorts as time (a four-digit year
+/// first). Then, the bucket expression being monotone with its edges at
+/// whole seconds, a number in `[lo, hi)` (an integer or a REAL) has a
+/// bucket in `[b(lo), b(hi - 1)]` and a number outside has one outside; a
+/// NULL, TEXT or BLOB value fails `column < hi` or `column >= lo` and has a
+/// NULL bucket. Anything else declines.
+fn bucket_range(entry: &PlaneEntry, dim: usize, column: &str, lo: &Value, hi: &Value) -> R<Pred> {
+    let why = || {
+        format!(
+            "a range on {column} that is not sure to fall on the buckets of {}",
+            entry.def.dims[dim]
+        )
+    };
+    let (Value::Integer(lo), Value::Integer(hi)) = (lo, hi) else {
+        return Err(why());
+    };
+    if lo >= hi {
+        // No row has `lo <= column < hi`.
+        return Ok(Pred::Const(Truth::False));
+    }
+    let (Some(ev), Some(col)) = (
+        entry.cols.eval.as_ref(),
+        entry.cols.columns.iter().position(|c| c == column),
+    ) else {
+        return Err(why());
+    };
+    let slot = match entry.cols.dim_cols.get(dim) {
+        Some(&c) if c < 0 => (-1 - c) as usize,
+        _ => return Err(why()),
+    };
+    let ev = ev.lock().unwrap_or_else(|e| e.into_inner());
+    let bucket = |x: i64| -> Option<String> {
+        let vals = ev
+            .eval(|c| {
+                Ok(if c == col as i32 {
+                    rusqlite::types::ValueRef::Integer(x)
+                } else {
+                    rusqlite::types::ValueRef::Null
+                })
+            })
+            .ok()?;
+        match vals.into_iter().nth(slot)? {
+            Value::Text(t) if t.len() >= 4 && t.as_bytes()[..4].iter().all(u8::is_ascii_digit) => {
+                Some(t)
+            }
+            _ => None,
+        }
+    };
+    let (Some(lo1), Some(lo0), Some(hi1), Some(hi0)) = (
+        lo.checked_sub(1).and_then(bucket),
+        bucket(*lo),
+        hi.checked_sub(1).and_then(bucket),
+        bucket(*hi),
+    ) else {
+        return Err(why());
+    };
+    if (lo1 == lo0 || hi1 == hi0) && !crate::mutation::active(Mutation::BucketEdgeUnchecked) {
+        return Err(why());
+    }
+    Ok(Pred::Leaf {
+        dim,
+        truth: entry
+            .plane
+            .dict(dim)
+            .values()
+            .iter()
+            .map(|d| match d {
+                DimValue::Text(t) => {
+                    truth(lo0.as_str() <= t.as_ref() && t.as_ref() <= hi1.as_str())
+                }
+                _ => Truth::False,
+            })
+            .collect(),
     })
 }
 
