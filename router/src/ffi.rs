@@ -136,6 +136,86 @@ unsafe fn value_ref<'a>(v: *mut ffi::sqlite3_value) -> ValueRef<'a> {
     }
 }
 
+/// A statement prepared once and stepped for one row at a time, without
+/// rusqlite's statement cache (its lookup and its row wrappers cost more
+/// than the step itself for the one-row evaluations of expression
+/// dimensions).
+pub(crate) struct OneRow {
+    stmt: *mut ffi::sqlite3_stmt,
+    db: *mut ffi::sqlite3,
+}
+
+// SAFETY: the statement is used only through `&mut self` (one thread at a
+// time), and its connection is owned next to it (see `OneRow::prepare`).
+unsafe impl Send for OneRow {}
+
+impl OneRow {
+    /// Prepare `sql` on `db`.
+    ///
+    /// # Safety
+    /// `db` must stay open for as long as the returned statement lives.
+    pub(crate) unsafe fn prepare(db: *mut ffi::sqlite3, sql: &str) -> Result<OneRow, String> {
+        let c = CString::new(sql).map_err(|e| e.to_string())?;
+        let mut stmt = std::ptr::null_mut();
+        // SAFETY: `db` is open (the caller's contract); `c` outlives the call.
+        let rc =
+            unsafe { ffi::sqlite3_prepare_v2(db, c.as_ptr(), -1, &mut stmt, std::ptr::null_mut()) };
+        if rc != ffi::SQLITE_OK || stmt.is_null() {
+            // SAFETY: `db` is open.
+            return Err(unsafe { errmsg(db) });
+        }
+        Ok(OneRow { stmt, db })
+    }
+
+    /// Step to the first row and give `n` columns of it as owned values;
+    /// SQLite's error message if the step fails or gives no row.
+    pub(crate) fn first_row(&mut self, n: usize) -> Result<Vec<rusqlite::types::Value>, String> {
+        // SAFETY: `stmt` is a live statement of the open `db`.
+        unsafe {
+            ffi::sqlite3_reset(self.stmt);
+            let rc = ffi::sqlite3_step(self.stmt);
+            if rc != ffi::SQLITE_ROW {
+                let msg = errmsg(self.db);
+                ffi::sqlite3_reset(self.stmt);
+                return Err(if rc == ffi::SQLITE_DONE {
+                    "no row".into()
+                } else {
+                    msg
+                });
+            }
+            let out = (0..n)
+                .map(|i| {
+                    let v = value_ref(ffi::sqlite3_column_value(self.stmt, i as c_int));
+                    rusqlite::types::Value::try_from(v)
+                        .map_err(|_| "text that is not UTF-8".to_owned())
+                })
+                .collect();
+            ffi::sqlite3_reset(self.stmt);
+            out
+        }
+    }
+}
+
+impl Drop for OneRow {
+    fn drop(&mut self) {
+        // SAFETY: finalized once, while `db` is still open.
+        unsafe {
+            ffi::sqlite3_finalize(self.stmt);
+        }
+    }
+}
+
+/// The connection's last error message.
+///
+/// # Safety
+/// `db` must be an open connection.
+unsafe fn errmsg(db: *mut ffi::sqlite3) -> String {
+    // SAFETY: SQLite returns a NUL-terminated string owned by `db`.
+    unsafe { CStr::from_ptr(ffi::sqlite3_errmsg(db)) }
+        .to_string_lossy()
+        .into_owned()
+}
+
 type Callback = Box<dyn FnMut(&Event<'_>) + Send>;
 
 /// A registered pre-update hook. Dropping it unregisters the hook and frees

@@ -173,7 +173,7 @@ fn apply<'a>(
     let values = match &cols.eval {
         None => Vec::new(),
         Some(ev) => {
-            let ev = ev.lock().unwrap_or_else(|e| e.into_inner());
+            let mut ev = ev.lock().unwrap_or_else(|e| e.into_inner());
             match ev.eval(&get) {
                 Ok(v) => v,
                 Err(what) => {

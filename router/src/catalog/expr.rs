@@ -474,7 +474,10 @@ struct RowCell {
 /// Evaluates a plane's expression dimensions over one row image at a time,
 /// on a private in-memory connection.
 pub(crate) struct Evaluator {
-    db: rusqlite::Connection,
+    /// Dropped before `db`, whose statement it is.
+    stmt: crate::ffi::OneRow,
+    /// The statement's connection, held (not read) for as long as it is.
+    _db: rusqlite::Connection,
     cell: Arc<RowCell>,
     sql: String,
     /// The table's column index of each column an expression reads.
@@ -526,9 +529,13 @@ impl Evaluator {
         db.create_module(c"pleroma_row", &MODULE, Some(cell.clone()))?;
         let list: Vec<&str> = exprs.iter().map(|e| e.sql.as_str()).collect();
         let sql = format!("SELECT {} FROM pleroma_row", list.join(", "));
-        db.prepare_cached(&sql)?;
+        // SAFETY: `db` is owned by the evaluator next to the statement,
+        // which is dropped first (field order).
+        let stmt = unsafe { crate::ffi::OneRow::prepare(db.handle(), &sql) }
+            .map_err(|e| rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(1), Some(e)))?;
         Ok(Evaluator {
-            db,
+            stmt,
+            _db: db,
             cell,
             sql,
             inputs,
@@ -545,7 +552,7 @@ impl Evaluator {
     /// The expressions' values over the row whose column `c` is `get(c)`.
     /// `Err` says what the plane cannot follow.
     pub fn eval<'a>(
-        &self,
+        &mut self,
         get: impl Fn(i32) -> rusqlite::Result<ValueRef<'a>>,
     ) -> Result<Vec<Value>, String> {
         {
@@ -562,18 +569,7 @@ impl Evaluator {
                     Value::try_from(v).map_err(|_| "text that is not UTF-8".to_owned())?;
             }
         }
-        let mut stmt = self
-            .db
-            .prepare_cached(&self.sql)
-            .map_err(|e| e.to_string())?;
-        let mut rows = stmt.query([]).map_err(|e| e.to_string())?;
-        let row = rows
-            .next()
-            .map_err(|e| e.to_string())?
-            .ok_or("no row from the evaluator")?;
-        (0..self.width)
-            .map(|i| row.get::<_, Value>(i).map_err(|e| e.to_string()))
-            .collect()
+        self.stmt.first_row(self.width)
     }
 }
 

@@ -505,8 +505,8 @@ fn bucket_range(entry: &PlaneEntry, dim: usize, column: &str, lo: &Value, hi: &V
         Some(&c) if c < 0 => (-1 - c) as usize,
         _ => return Err(why()),
     };
-    let ev = ev.lock().unwrap_or_else(|e| e.into_inner());
-    let bucket = |x: i64| -> Option<String> {
+    let mut ev = ev.lock().unwrap_or_else(|e| e.into_inner());
+    let mut bucket = |x: i64| -> Option<String> {
         let vals = ev
             .eval(|c| {
                 Ok(if c == col as i32 {
@@ -524,9 +524,9 @@ fn bucket_range(entry: &PlaneEntry, dim: usize, column: &str, lo: &Value, hi: &V
         }
     };
     let (Some(lo1), Some(lo0), Some(hi1), Some(hi0)) = (
-        lo.checked_sub(1).and_then(bucket),
+        lo.checked_sub(1).and_then(&mut bucket),
         bucket(*lo),
-        hi.checked_sub(1).and_then(bucket),
+        hi.checked_sub(1).and_then(&mut bucket),
         bucket(*hi),
     ) else {
         return Err(why());
