@@ -205,6 +205,13 @@ fn a_row_that_names_the_clock_takes_the_plane_out_of_service() {
     p.exec("DELETE FROM ev WHERE ts = 'now'");
     p.pl.execute_batch("PRAGMA pleroma_rebuild('ev')").unwrap();
     p.served("SELECT date(ts), SUM(cents) FROM ev GROUP BY 1", &[]);
+    // A BLOB that spells 'now' is read as text (found from outside).
+    p.exec("INSERT INTO ev VALUES (x'6e6f77', 3)");
+    let k = p.check("SELECT date(ts), SUM(cents) FROM ev GROUP BY 1", &[]);
+    assert_eq!(k, RouteKind::Engine);
+    p.exec("DELETE FROM ev WHERE typeof(ts) = 'blob'");
+    p.pl.execute_batch("PRAGMA pleroma_rebuild('ev')").unwrap();
+    p.served("SELECT date(ts), SUM(cents) FROM ev GROUP BY 1", &[]);
     p.exec("INSERT INTO ev VALUES ('SubSecond', 4)");
     let k = p.check("SELECT COUNT(*) FROM ev WHERE date(ts) IS NULL", &[]);
     assert_eq!(k, RouteKind::Engine);

@@ -84,11 +84,12 @@ impl DimExpr {
     }
 }
 
-/// Whether a TEXT value given to a date function could make it read the
+/// Whether a TEXT (or BLOB) value given to a date function could make it read the
 /// clock or the time zone: it holds `now`, `local`, `utc` or `subsec` (as
 /// a time value, `'subsec'` is the clock too) in any case.
 pub(crate) fn reads_the_clock(v: ValueRef<'_>) -> bool {
-    let ValueRef::Text(t) = v else {
+    // A BLOB is read as text by the date functions.
+    let (ValueRef::Text(t) | ValueRef::Blob(t)) = v else {
         return false;
     };
     let lower = t.to_ascii_lowercase();

@@ -126,6 +126,18 @@ impl Walker<'_> {
             || sel.having.as_ref().is_some_and(has_aggregate)
             || order.iter().any(|e| has_aggregate(e));
         let grouped = has_agg || !gexprs.is_empty() || sel.having.is_some();
+        if self.depth > 1 || self.consumed {
+            // The block's rows are read by an outer query, a compound or a
+            // CTE, which may group them, take MIN/MAX, or keep one of two
+            // equal rows: over the core the rows come in another order
+            // (SQLite's may follow an index), so a per-row output must not
+            // have values that compare equal and still differ.
+            for e in &c.items {
+                if !has_aggregate(e) && !self.stable(&c, e) {
+                    return Err(format!("{e} read by an outer query, {UNSTABLE}"));
+                }
+            }
+        }
         if grouped {
             if distinct && !order.is_empty() {
                 // Which group's key orders a merged DISTINCT row is SQLite's

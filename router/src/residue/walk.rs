@@ -16,9 +16,9 @@ use sqlparser::ast::{
 };
 
 use super::allow::{
-    children, expr_form_allowed, fn_name, function_allowed, is_constant, is_scalar_minmax,
-    raising_form, visit, AGGREGATES, FUNCTIONS, ORDERED_WINDOWS, OTHER_AGGREGATES,
-    PEER_FREE_WINDOWS, RAISING,
+    children, expr_form_allowed, fn_name, function_allowed, has_aggregate, is_constant,
+    is_scalar_minmax, raising_form, visit, AGGREGATES, FUNCTIONS, ORDERED_WINDOWS,
+    OTHER_AGGREGATES, PEER_FREE_WINDOWS, RAISING,
 };
 use super::core::Core;
 use super::cut::{first_row_fixed, outer_order_free};
@@ -69,6 +69,7 @@ impl<'a> Walker<'a> {
             rest: Vec::new(),
             lookup,
             joined: Vec::new(),
+            consumed: false,
         }
     }
 
@@ -172,8 +173,15 @@ impl<'a> Walker<'a> {
                 ) {
                     return Err(format!("set operation {op}"));
                 }
-                self.set_expr(left, inside_core)?;
-                self.set_expr(right, inside_core)
+                // A compound's rows meet the other branch's (UNION keeps
+                // one of two equal rows): its blocks' outputs are consumed.
+                let was = self.consumed;
+                self.consumed = true;
+                let r = self
+                    .set_expr(left, inside_core)
+                    .and_then(|()| self.set_expr(right, inside_core));
+                self.consumed = was;
+                r
             }
             SetExpr::Values(v) => {
                 for row in &v.rows {
@@ -604,6 +612,19 @@ impl<'a> Walker<'a> {
                             return Err(format!(
                                 "{name}() OVER an order that is not total over the groups"
                             ));
+                        }
+                    }
+                    if matches!(name.as_str(), "min" | "max") {
+                        if let FunctionArguments::List(l) = &f.args {
+                            for a in &l.args {
+                                if let FunctionArg::Unnamed(FunctionArgExpr::Expr(a)) = a {
+                                    if !has_aggregate(a) && !self.stable(c, a) {
+                                        return Err(format!(
+                                            "{name}() OVER {a}, whose values may compare equal and still differ"
+                                        ));
+                                    }
+                                }
+                            }
                         }
                     }
                     for p in &spec.partition_by {

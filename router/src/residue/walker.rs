@@ -55,6 +55,9 @@ pub(super) struct Walker<'a> {
     /// The tables the core is joined to (their row counts bound how many
     /// times a partial sum is added).
     pub(super) joined: Vec<String>,
+    /// Walking a compound SELECT's branches: their rows are consumed by
+    /// the compound (as a subquery's or a CTE's by the outer query).
+    pub(super) consumed: bool,
 }
 
 /// The other side of a lookup join.
