@@ -382,7 +382,7 @@ fn order_by_an_aggregate_with_limit_is_served_when_the_cut_falls_between_distinc
         Value::Null,
         Value::Text("two".into()),
     ] {
-        let k = same(&mut p, top, &[v.clone()]);
+        let k = same(&mut p, top, std::slice::from_ref(&v));
         assert_eq!(k.kind, RouteKind::Engine, "LIMIT bound to {v:?}");
     }
     // Numbered and named parameters, the comma form, and one used twice.

@@ -238,8 +238,10 @@ impl Builder {
         }
         let mut conjuncts = Vec::new();
         flatten_and(e, &mut conjuncts);
-        // (column, lower bound, upper bound, the conjuncts they came from)
-        let mut ranges: Vec<(usize, String, Vec<(usize, &Expr)>, Vec<(usize, &Expr)>)> = Vec::new();
+        // Per bucket dimension: its column, and the lower and upper bounds
+        // with the conjuncts they came from.
+        type Bounds<'e> = Vec<(usize, &'e Expr)>;
+        let mut ranges: Vec<(usize, String, Bounds, Bounds)> = Vec::new();
         for (i, c) in conjuncts.iter().enumerate() {
             let Expr::BinaryOp { left, op, right } = c else {
                 continue;

@@ -351,17 +351,12 @@ impl Walker<'_> {
                     op: B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo,
                     right,
                 } => ok &= integral(self, c, left) && integral(self, c, right),
-                Expr::UnaryOp { expr, .. } if !matches!(expr.as_ref(), Expr::Value(_)) => {
-                    // `-x`, `+x`: a number of x; `NOT x`: an integer.
-                    if !matches!(
-                        x,
-                        Expr::UnaryOp {
-                            op: sqlparser::ast::UnaryOperator::Not,
-                            ..
-                        }
-                    ) {
-                        ok &= integral(self, c, expr);
-                    }
+                // `-x`, `+x`: a number of x (`NOT x` is an integer).
+                Expr::UnaryOp { op, expr }
+                    if !matches!(expr.as_ref(), Expr::Value(_))
+                        && *op != sqlparser::ast::UnaryOperator::Not =>
+                {
+                    ok &= integral(self, c, expr);
                 }
                 Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
                     ok &= self.dim(c, x).is_some()

@@ -80,6 +80,10 @@ pub(crate) struct ResiduePlan {
     pub split: String,
 }
 
+/// An ordinary table's columns, by schema (if given) and name; `None` for
+/// a view, a virtual table or no table.
+pub(crate) type Lookup<'a> = dyn Fn(Option<&str>, &str) -> Option<Vec<OtherColumn>> + 'a;
+
 /// A column of a table a lookup join joins to the core.
 #[derive(Debug, Clone)]
 pub(crate) struct OtherColumn {
@@ -104,7 +108,7 @@ pub(crate) fn plan(
     q: &Query,
     columns: Vec<String>,
     param_count: usize,
-    lookup: &dyn Fn(Option<&str>, &str) -> Option<Vec<OtherColumn>>,
+    lookup: &Lookup<'_>,
 ) -> Result<ResiduePlan, Decline> {
     if names_pleroma_or_collate(sql) || !quoted_names_are_words(sql) {
         // A quoted name that is not a plain word may spell the name SQLite

@@ -42,7 +42,7 @@ impl<'a> Walker<'a> {
     pub(super) fn new(
         shared: &'a Planes,
         sql: &'a str,
-        lookup: &'a dyn Fn(Option<&str>, &str) -> Option<Vec<super::OtherColumn>>,
+        lookup: &'a super::Lookup<'a>,
     ) -> Walker<'a> {
         let toks: Vec<Token<'a>> = tokenize::code(sql).collect();
         Walker {

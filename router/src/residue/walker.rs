@@ -51,7 +51,7 @@ pub(super) struct Walker<'a> {
     /// An ordinary table's columns, by schema (if given) and name; `None`
     /// for a view, a virtual table or no table: what a lookup join may join
     /// the core to.
-    pub(super) lookup: &'a dyn Fn(Option<&str>, &str) -> Option<Vec<super::OtherColumn>>,
+    pub(super) lookup: &'a super::Lookup<'a>,
     /// The tables the core is joined to (their row counts bound how many
     /// times a partial sum is added).
     pub(super) joined: Vec<String>,
