@@ -532,8 +532,9 @@ mod tests {
             ops in proptest::collection::vec((0u8..10, 0i64..40, -50i64..50, 0usize..8), 1..120),
         ) {
             let mut p = plane();
-            let mut rows: Vec<(i64, i64, i64)> = Vec::new();
-            let mut snaps: Vec<(Snapshot, Vec<(i64, i64, i64)>)> = vec![(p.snapshot(), Vec::new())];
+            type Rows = Vec<(i64, i64, i64)>;
+            let mut rows: Rows = Vec::new();
+            let mut snaps: Vec<(Snapshot, Rows)> = vec![(p.snapshot(), Vec::new())];
             let row = |a: i64, b: i64| [V::Text(format!("v{a}").into()), if b % 5 == 0 { V::Null } else { V::Int(b % 9) }];
             for (op, a, x, pick) in ops {
                 match op {
