@@ -753,6 +753,30 @@ impl Gen<'_> {
         }
     }
 
+    /// An integer or NULL for the expression plane's STRICT table: around
+    /// the month edges, negative, far away.
+    fn int_value(&mut self) -> String {
+        match self.rng.below(6) {
+            0 => "NULL".into(),
+            1 => format!("{}", self.rng.below(100)),
+            2 => format!("-{}", self.rng.range(0, 3_000_000_000)),
+            // Month starts and the seconds around them.
+            3 => (*self.rng.pick(&[
+                "253402300799",
+                "253402300800",
+                "1769903999",
+                "1769904000",
+                "1772323200",
+                "1775001600",
+            ]))
+            .into(),
+            _ => format!(
+                "{}",
+                1_769_904_000 + self.rng.range(0, 200) * 43_200 + self.rng.range(-1, 1)
+            ),
+        }
+    }
+
     /// A table with a plane over expression dimensions (issue 22, item 1),
     /// written row by row (the hook's evaluator), rebuilt and reopened (the
     /// scan and the persisted state), and queried by the same expressions
@@ -800,13 +824,19 @@ impl Gen<'_> {
         ];
         self.settle();
         let x = format!("xe{}", self.rng.below(1 << 30));
-        self.exec(format!(
-            "CREATE TABLE {x}(id INTEGER PRIMARY KEY, a INTEGER, b TEXT, c, n NUMERIC, m INTEGER)"
-        ));
-        let row = |g: &mut Self| {
+        // A STRICT table holds only integers (or NULL) in `a`: there a
+        // range on `a` may be served from a time bucket of it.
+        let strict = self.rng.chance(0.4);
+        self.exec(if strict {
+            format!("CREATE TABLE {x}(id INTEGER PRIMARY KEY, a INTEGER, b TEXT, c ANY, n ANY, m INTEGER) STRICT")
+        } else {
+            format!("CREATE TABLE {x}(id INTEGER PRIMARY KEY, a INTEGER, b TEXT, c, n NUMERIC, m INTEGER)")
+        });
+        let row = move |g: &mut Self| {
+            let a = if strict { g.int_value() } else { g.odd_value() };
             format!(
                 "({}, {}, {}, {}, {})",
-                g.odd_value(),
+                a,
                 g.odd_value(),
                 g.odd_value(),
                 g.odd_value(),
@@ -861,6 +891,8 @@ impl Gen<'_> {
                         // The measure holds integers only.
                         let v = if col == "m" {
                             (*self.rng.pick(&["NULL", "m + 1", "-5"])).to_owned()
+                        } else if col == "a" && strict {
+                            self.int_value()
                         } else {
                             self.odd_value()
                         };
@@ -915,7 +947,7 @@ impl Gen<'_> {
                     let bucketed = dims
                         .iter()
                         .any(|d| BUCKETS.iter().any(|b| d.starts_with(b)));
-                    let on_edge = !self.rng.chance(0.2);
+                    let on_edge = !self.rng.chance(0.4);
                     if !on_edge {
                         lo += 1;
                     }
@@ -930,7 +962,13 @@ impl Gen<'_> {
                             "SELECT {group}COUNT(*), SUM(m) FROM {x} WHERE a >= {lo} AND {hi} > a{by}"
                         ),
                         params: Vec::new(),
-                        class: if bucketed && on_edge { Class::E } else { Class::Any },
+                        // Served only over a STRICT table's INTEGER
+                        // column; elsewhere either route, the same rows.
+                        class: if strict && bucketed && on_edge {
+                            Class::E
+                        } else {
+                            Class::Any
+                        },
                         order: Order::Unordered,
                     }));
                     continue;

@@ -153,6 +153,13 @@ pub(crate) fn resolve_columns(
         meas_cols,
         dim_aff,
         col_aff: cols.iter().map(|c| c.aff).collect(),
+        strict: db
+            .query_row(
+                "SELECT strict FROM pragma_table_list WHERE schema = 'main' AND name = ?1",
+                [t],
+                |r| r.get::<_, i64>(0),
+            )
+            .is_ok_and(|s| s != 0),
         columns: cols.into_iter().map(|c| c.name).collect(),
         expr_inputs,
         eval,

@@ -69,6 +69,9 @@ pub(crate) struct ColumnMap {
     /// affinity.
     pub columns: Vec<String>,
     pub col_aff: Vec<Affinity>,
+    /// Whether the table is STRICT (an INTEGER column there holds only
+    /// INTEGER or NULL).
+    pub strict: bool,
     /// The columns that expression dimensions read, and their evaluator
     /// (an expression dimension `j` has `dim_cols` `-1 - j`).
     pub expr_inputs: Vec<i32>,

@@ -765,9 +765,12 @@ fn flatten_and<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
 
 /// Per dimension: the raw column of a time-bucket expression dimension
 /// (`date(c, 'unixepoch')`, `strftime('%Y-%m', c, 'unixepoch')`, …: each
-/// monotone in `c`, its bucket edges at whole seconds, its values text
-/// that sorts as time does), when `c` has INTEGER or NUMERIC affinity (a
-/// TEXT value there is no number: it fails `c < hi` and has no bucket).
+/// monotone in `c` over integers, its bucket edges at whole seconds, its
+/// values text that sorts as time does), when `affinity` says `c` holds
+/// only INTEGER or NULL (the caller gives INTEGER affinity only for an
+/// INTEGER column of a STRICT table: a REAL within half a millisecond of
+/// an edge has the next bucket, and a BLOB, which sorts after every
+/// number, has a date — both found from outside).
 pub(super) fn bucket_cols(
     def: &crate::catalog::PlaneDef,
     columns: &[String],
@@ -790,9 +793,7 @@ pub(super) fn bucket_cols(
             let [c] = e.inputs.as_slice() else {
                 return None;
             };
-            if !columns.iter().any(|x| x == c)
-                || !matches!(affinity(c), Some(Affinity::Integer | Affinity::Numeric))
-            {
+            if !columns.iter().any(|x| x == c) || affinity(c) != Some(Affinity::Integer) {
                 return None;
             }
             let key = crate::catalog::expr::token_key(&e.sql, &[]);

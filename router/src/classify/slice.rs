@@ -43,6 +43,12 @@ pub(super) fn plan(
         dim_aff: entry.cols.dim_aff.clone(),
         dim_keys: super::builder::dim_keys(&entry.def),
         bucket_cols: super::builder::bucket_cols(&entry.def, &entry.cols.columns, &|c| {
+            // Only an INTEGER column of a STRICT table is sure to hold no
+            // REAL (whose bucket SQLite rounds to the millisecond, across
+            // an edge) and no BLOB (which sorts after every number).
+            if !entry.cols.strict {
+                return None;
+            }
             entry
                 .cols
                 .col_aff

@@ -476,11 +476,12 @@ pub(crate) fn build_pred(entry: &PlaneEntry, e: &PExpr, params: &[Value]) -> R<P
 /// value of the bucket (the dimension's own expression, evaluated by the
 /// plane's evaluator) differs at `lo - 1` and `lo`, and at `hi - 1` and
 /// `hi`, and all four are text that sorts as time (a four-digit year
-/// first). Then, the bucket expression being monotone with its edges at
-/// whole seconds, a number in `[lo, hi)` (an integer or a REAL) has a
-/// bucket in `[b(lo), b(hi - 1)]` and a number outside has one outside; a
-/// NULL, TEXT or BLOB value fails `column < hi` or `column >= lo` and has a
-/// NULL bucket. Anything else declines.
+/// first). Then, the bucket expression being monotone over integers with
+/// its edges at whole seconds, and the column an INTEGER column of a STRICT
+/// table (only INTEGER or NULL: the classifier checked), an integer in
+/// `[lo, hi)` has a bucket in `[b(lo), b(hi - 1)]`, an integer outside has
+/// one outside, and a NULL fails `column >= lo` and has a NULL bucket.
+/// Anything else declines.
 fn bucket_range(entry: &PlaneEntry, dim: usize, column: &str, lo: &Value, hi: &Value) -> R<Pred> {
     let why = || {
         format!(
