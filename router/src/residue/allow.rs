@@ -15,6 +15,46 @@ use super::R;
 /// Scalar functions that are deterministic and have no side effects: the
 /// same arguments give the same value however often they are called. A
 /// residue evaluates them once per group instead of once per row.
+/// The deterministic functions whose value is INTEGER, TEXT or NULL, or
+/// one of their arguments (never a REAL made from an INTEGER): what a
+/// representation-stable expression may call (`Walker::stable`).
+pub(super) const INT_OR_TEXT: &[&str] = &[
+    "coalesce",
+    "ifnull",
+    "iif",
+    "if",
+    "nullif",
+    "printf",
+    "format",
+    "lower",
+    "upper",
+    "length",
+    "octet_length",
+    "substr",
+    "substring",
+    "trim",
+    "ltrim",
+    "rtrim",
+    "replace",
+    "instr",
+    "hex",
+    "quote",
+    "typeof",
+    "min",
+    "max",
+    "like",
+    "glob",
+    "char",
+    "unicode",
+    "date",
+    "time",
+    "datetime",
+    "strftime",
+    "unixepoch",
+    "concat",
+    "concat_ws",
+];
+
 pub(super) const FUNCTIONS: &[&str] = &[
     "abs",
     "coalesce",

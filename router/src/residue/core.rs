@@ -15,7 +15,7 @@ use sqlparser::ast::{
     GroupByExpr, Select, TableFactor, Value as SqlValue,
 };
 
-use super::allow::{has_aggregate, has_window, visit};
+use super::allow::{has_aggregate, has_window, visit, INT_OR_TEXT};
 use super::walker::{projection, Walker};
 use super::{SumTerm, CORE, R};
 use crate::affinity::Affinity;
@@ -233,42 +233,6 @@ impl Walker<'_> {
     /// affinity, integer literals).
     pub(super) fn stable(&self, c: &Core, e: &Expr) -> bool {
         use sqlparser::ast::{BinaryOperator as B, CastKind, DataType};
-        const INT_OR_TEXT: &[&str] = &[
-            "coalesce",
-            "ifnull",
-            "iif",
-            "if",
-            "nullif",
-            "printf",
-            "format",
-            "lower",
-            "upper",
-            "length",
-            "octet_length",
-            "substr",
-            "substring",
-            "trim",
-            "ltrim",
-            "rtrim",
-            "replace",
-            "instr",
-            "hex",
-            "quote",
-            "typeof",
-            "min",
-            "max",
-            "like",
-            "glob",
-            "char",
-            "unicode",
-            "date",
-            "time",
-            "datetime",
-            "strftime",
-            "unixepoch",
-            "concat",
-            "concat_ws",
-        ];
         let other_col = |x: &Expr| -> Option<&super::OtherColumn> {
             let other = c.other.as_ref()?;
             let name = match x {
