@@ -226,13 +226,17 @@ impl Walker<'_> {
     /// meets first, which over the core is another row. Dimensions hold
     /// INTEGER, TEXT or NULL under BINARY; another table's column is stable
     /// when its affinity turns an integral REAL into an INTEGER or every
-    /// number into TEXT or REAL (not BLOB) and its collation is BINARY; an
-    /// expression when it has no REAL literal, calls only functions whose
-    /// values are INTEGER or TEXT, casts only to INTEGER or TEXT, and does
-    /// arithmetic only over integers (dimensions of INTEGER or NUMERIC
-    /// affinity, integer literals).
+    /// number into TEXT or REAL (not BLOB) and its collation is BINARY; a
+    /// truth value (a comparison, AND/OR/NOT, BETWEEN, IN, LIKE, IS NULL)
+    /// and `||` always are; a CASE, COALESCE, IFNULL, IIF, NULLIF or scalar
+    /// MIN/MAX when every value it may give is; arithmetic, `abs` and
+    /// `sign` only over integers (dimensions of INTEGER or NUMERIC
+    /// affinity, integer literals); a CAST to INTEGER or TEXT, an integer
+    /// or string literal, and the functions whose values are INTEGER or
+    /// TEXT (`INT_OR_TEXT`). Anything else (a REAL literal, `round`, a
+    /// window, a subquery) is not.
     pub(super) fn stable(&self, c: &Core, e: &Expr) -> bool {
-        use sqlparser::ast::{BinaryOperator as B, CastKind, DataType};
+        use sqlparser::ast::{BinaryOperator as B, CastKind, DataType, UnaryOperator as U};
         let other_col = |x: &Expr| -> Option<&super::OtherColumn> {
             let other = c.other.as_ref()?;
             let name = match x {
@@ -269,71 +273,100 @@ impl Walker<'_> {
                 }),
             }
         }
-        if self.dim(c, e).is_some() {
-            return true;
-        }
-        if let Some(k) = other_col(e) {
-            return k.aff != Affinity::Blob && k.coll.eq_ignore_ascii_case("BINARY");
-        }
-        let mut ok = true;
-        visit(e, &mut |x| {
-            match x {
-                Expr::Value(v) => {
-                    if let SqlValue::Number(n, _) = &v.value {
-                        if !n.bytes().all(|b| b.is_ascii_digit()) {
-                            ok = false;
-                        }
-                    }
-                }
-                Expr::Function(f) => {
-                    let name = f.name.to_string().to_ascii_lowercase();
-                    if matches!(name.as_str(), "abs" | "sign") {
-                        if let FunctionArguments::List(l) = &f.args {
-                            for a in &l.args {
-                                if let FunctionArg::Unnamed(FunctionArgExpr::Expr(a)) = a {
-                                    ok &= integral(self, c, a);
-                                }
-                            }
-                        }
-                    } else if !INT_OR_TEXT.contains(&name.as_str()) || f.over.is_some() {
-                        ok = false;
-                    }
-                }
-                Expr::Cast {
-                    kind: CastKind::Cast,
-                    data_type,
-                    ..
-                } => {
-                    ok &= matches!(
-                        data_type,
-                        DataType::Integer(_) | DataType::Int(_) | DataType::Text
-                    );
-                }
-                Expr::Cast { .. } => ok = false,
-                Expr::BinaryOp {
-                    left,
-                    op: B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo,
-                    right,
-                } => ok &= integral(self, c, left) && integral(self, c, right),
-                // `-x`, `+x`: a number of x (`NOT x` is an integer).
-                Expr::UnaryOp { op, expr }
-                    if !matches!(expr.as_ref(), Expr::Value(_))
-                        && *op != sqlparser::ast::UnaryOperator::Not =>
-                {
-                    ok &= integral(self, c, expr);
-                }
-                Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
-                    ok &= self.dim(c, x).is_some()
-                        || other_col(x).is_some_and(|k| {
-                            k.aff != Affinity::Blob && k.coll.eq_ignore_ascii_case("BINARY")
-                        });
-                }
-                Expr::Subquery(_) => ok = false,
-                _ => {}
+        fn args(f: &sqlparser::ast::Function) -> Vec<&Expr> {
+            match &f.args {
+                FunctionArguments::List(l) => l
+                    .args
+                    .iter()
+                    .filter_map(|a| match a {
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => Some(x),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => Vec::new(),
             }
-            ok
-        });
-        ok
+        }
+        match e {
+            Expr::Nested(x) => self.stable(c, x),
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
+                self.dim(c, e).is_some()
+                    || other_col(e).is_some_and(|k| {
+                        k.aff != Affinity::Blob && k.coll.eq_ignore_ascii_case("BINARY")
+                    })
+            }
+            Expr::Value(v) => match &v.value {
+                SqlValue::Number(n, _) => n.bytes().all(|b| b.is_ascii_digit()),
+                SqlValue::SingleQuotedString(_) | SqlValue::Null => true,
+                _ => false,
+            },
+            // A truth value: 0, 1 or NULL, whatever it compares.
+            Expr::BinaryOp {
+                op:
+                    B::Eq
+                    | B::NotEq
+                    | B::Lt
+                    | B::LtEq
+                    | B::Gt
+                    | B::GtEq
+                    | B::And
+                    | B::Or
+                    | B::Is
+                    | B::IsNot,
+                ..
+            }
+            | Expr::IsNull(_)
+            | Expr::IsNotNull(_)
+            | Expr::IsDistinctFrom(..)
+            | Expr::IsNotDistinctFrom(..)
+            | Expr::Between { .. }
+            | Expr::In { .. }
+            | Expr::Like { .. }
+            | Expr::UnaryOp { op: U::Not, .. } => true,
+            Expr::BinaryOp {
+                left,
+                op: B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo,
+                right,
+            } => integral(self, c, left) && integral(self, c, right),
+            // Text, as `||` (sqlparser's own forms of substr and trim).
+            Expr::BinaryOp {
+                op: B::StringConcat,
+                ..
+            }
+            | Expr::Substring { .. }
+            | Expr::Trim { .. } => true,
+            Expr::UnaryOp { expr, .. } => integral(self, c, expr),
+            Expr::Cast {
+                kind: CastKind::Cast,
+                data_type,
+                ..
+            } => matches!(
+                data_type,
+                DataType::Integer(_) | DataType::Int(_) | DataType::Text
+            ),
+            // Its value is one of its results.
+            Expr::Case {
+                conditions,
+                else_result,
+                ..
+            } => {
+                conditions.iter().all(|w| self.stable(c, &w.result))
+                    && else_result.as_ref().is_none_or(|x| self.stable(c, x))
+            }
+            Expr::Function(f) if f.over.is_none() => {
+                let name = f.name.to_string().to_ascii_lowercase();
+                let a = args(f);
+                match name.as_str() {
+                    // Their value is one of their arguments.
+                    "coalesce" | "ifnull" | "nullif" | "min" | "max" => {
+                        a.iter().all(|x| self.stable(c, x))
+                    }
+                    "iif" | "if" => a.iter().skip(1).all(|x| self.stable(c, x)),
+                    "abs" | "sign" => a.iter().all(|x| integral(self, c, x)),
+                    n => INT_OR_TEXT.contains(&n),
+                }
+            }
+            _ => false,
+        }
     }
 
     /// A GROUP BY or ORDER BY term: a position or an output alias stands for
