@@ -375,7 +375,7 @@ impl Gen<'_> {
 
     fn block(&mut self) {
         match self.rng.weighted(&[
-            30, 22, 12, 10, 5, 4, 3, 2, 3, 3, 6, 5, 2, 6, 4, 4, 2, 4, 5, 4, 6,
+            30, 22, 12, 10, 5, 4, 3, 2, 3, 3, 6, 5, 2, 6, 4, 4, 2, 4, 5, 6, 6,
         ]) {
             20 => {
                 // Lookup joins, around a write to either table.
@@ -826,7 +826,7 @@ impl Gen<'_> {
         let x = format!("xe{}", self.rng.below(1 << 30));
         // A STRICT table holds only integers (or NULL) in `a`: there a
         // range on `a` may be served from a time bucket of it.
-        let strict = self.rng.chance(0.4);
+        let strict = self.rng.chance(0.5);
         self.exec(if strict {
             format!("CREATE TABLE {x}(id INTEGER PRIMARY KEY, a INTEGER, b TEXT, c ANY, n ANY, m INTEGER) STRICT")
         } else {
@@ -850,7 +850,17 @@ impl Gen<'_> {
         ));
         let k = pick_distinct(&mut self.rng, EXPRS.len(), 2);
         let (mut e1, e2) = (EXPRS[k[0]], EXPRS[k[1]]);
-        if strict && self.rng.chance(0.5) {
+        if self.rng.chance(0.35) {
+            // A comparison whose answer follows the column's affinity: the
+            // evaluator must declare `a` INTEGER and `n` NUMERIC as the
+            // table does, or a text literal compares as text.
+            e1 = *self.rng.pick(&[
+                "CASE WHEN a > '50' THEN 'big' WHEN a IS NULL THEN 'none' ELSE 'small' END",
+                "iif(n >= '3', 1, 0)",
+                "CASE n WHEN '1' THEN 'one' WHEN 2 THEN 'two' ELSE 'other' END",
+            ]);
+        }
+        if strict && self.rng.chance(0.7) {
             // A time bucket of `a`, so that ranges on `a` may be served.
             e1 = "date(a, 'unixepoch')";
         }
