@@ -1,8 +1,10 @@
 //! Cell storage: dense pages while the joint is small, sparse shards above.
 //!
-//! Both forms keep cells in blocks shared by `Arc`: a snapshot shares every
-//! block, and the first write after it copies the block table and the one
-//! block it touches (`Arc::make_mut`), never the whole plane.
+//! Both forms keep cells in blocks shared by `Arc`, reached through a
+//! two-level [`Table`]: a snapshot shares every block, and the first write
+//! after it copies the table's top (one pointer per `GROUP` blocks), one
+//! group of `GROUP` pointers and the one block it touches
+//! (`Arc::make_mut`), never the whole plane nor a table as long as it.
 //!
 //! A block stores each measure of each cell as a 40-byte [`Packed`]: 64-bit
 //! sums and the non-NULL count with the flags. A measure whose sums leave
@@ -27,9 +29,108 @@ pub(crate) const DENSE_MAX_BITS: u32 = 16;
 const PAGE_BITS: u32 = 6;
 const PAGE: usize = 1 << PAGE_BITS;
 /// Sparse cells are spread over this many shards by a hash of the key, so a
-/// write after a snapshot copies 1/256 of the cells.
-const SHARD_BITS: u32 = 8;
+/// write after a snapshot copies 1/4,096 of the cells (at 200,000 cells,
+/// 256 shards made each commit of a persisted plane copy a shard of about
+/// 800 cells: `write_cost sparse`).
+const SHARD_BITS: u32 = 12;
 const SHARDS: usize = 1 << SHARD_BITS;
+/// Blocks per group of a [`Table`].
+const GROUP_BITS: u32 = 6;
+const GROUP: usize = 1 << GROUP_BITS;
+
+/// `len` optional blocks, shared by `Arc` in groups of `GROUP`: what a write
+/// after a snapshot copies is the top, one group and one block.
+#[derive(Debug)]
+struct Table<T> {
+    groups: Arc<Vec<Arc<Vec<Option<Arc<T>>>>>>,
+    len: usize,
+}
+
+impl<T> Clone for Table<T> {
+    fn clone(&self) -> Self {
+        Table {
+            groups: self.groups.clone(),
+            len: self.len,
+        }
+    }
+}
+
+impl<T: Clone> Table<T> {
+    fn new(len: usize) -> Self {
+        let n = len.div_ceil(GROUP);
+        let groups = (0..n)
+            .map(|g| Arc::new(vec![None; GROUP.min(len - g * GROUP)]))
+            .collect();
+        Table {
+            groups: Arc::new(groups),
+            len,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> Option<&T> {
+        self.groups
+            .get(i >> GROUP_BITS)?
+            .get(i & (GROUP - 1))?
+            .as_deref()
+    }
+
+    /// The block at `i`, made on first use with `make`, unshared first.
+    #[inline]
+    fn get_mut(&mut self, i: usize, make: impl FnOnce() -> T) -> &mut T {
+        let groups = Arc::make_mut(&mut self.groups);
+        let group = Arc::make_mut(&mut groups[i >> GROUP_BITS]);
+        Arc::make_mut(group[i & (GROUP - 1)].get_or_insert_with(|| Arc::new(make())))
+    }
+
+    /// Every slot, in order.
+    fn iter(&self) -> impl Iterator<Item = Option<&T>> {
+        self.groups
+            .iter()
+            .flat_map(|g| g.iter().map(|b| b.as_deref()))
+    }
+
+    /// The indices of the slots not shared with `base` (same length).
+    fn unshared(&self, base: &Table<T>) -> Vec<usize> {
+        let mut out = Vec::new();
+        if Arc::ptr_eq(&self.groups, &base.groups) {
+            return out;
+        }
+        for (g, (now, was)) in self.groups.iter().zip(base.groups.iter()).enumerate() {
+            if Arc::ptr_eq(now, was) {
+                continue;
+            }
+            for (k, (x, y)) in now.iter().zip(was.iter()).enumerate() {
+                let same = match (x, y) {
+                    (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+                    (None, None) => true,
+                    _ => false,
+                };
+                if !same {
+                    out.push(g * GROUP + k);
+                }
+            }
+        }
+        out
+    }
+
+    /// Heap bytes of the table itself (not its blocks).
+    fn bytes(&self) -> usize {
+        arc_bytes::<Vec<Arc<Vec<Option<Arc<T>>>>>>()
+            + vec_bytes::<Arc<Vec<Option<Arc<T>>>>>(self.groups.capacity())
+            + self
+                .groups
+                .iter()
+                .map(|g| {
+                    arc_bytes::<Vec<Option<Arc<T>>>>() + vec_bytes::<Option<Arc<T>>>(g.capacity())
+                })
+                .sum::<usize>()
+    }
+}
 
 /// The cell's MIN of this measure is a lower bound, not the exact minimum.
 pub(crate) const MIN_UNKNOWN: u8 = 1;
@@ -505,7 +606,7 @@ pub(crate) enum Cells {
 /// Cells indexed by joint key, in pages allocated on first write.
 #[derive(Clone, Debug)]
 pub(crate) struct Dense {
-    pages: Arc<Vec<Option<Arc<Page>>>>,
+    pages: Table<Page>,
     slots: usize,
     m: usize,
 }
@@ -521,7 +622,7 @@ struct Page {
 /// Cells in hash maps, sharded by a hash of the key.
 #[derive(Clone, Debug)]
 pub(crate) struct Sparse {
-    shards: Arc<Vec<Option<Arc<Shard>>>>,
+    shards: Table<Shard>,
     m: usize,
 }
 
@@ -577,13 +678,13 @@ impl Cells {
             let keys = 1usize << total_bits;
             let slots = keys.min(PAGE);
             Cells::Dense(Dense {
-                pages: Arc::new(vec![None; keys / slots]),
+                pages: Table::new(keys / slots),
                 slots,
                 m,
             })
         } else {
             Cells::Sparse(Sparse {
-                shards: Arc::new(vec![None; SHARDS]),
+                shards: Table::new(SHARDS),
                 m,
             })
         }
@@ -598,13 +699,13 @@ impl Cells {
     pub fn get(&self, key: JointKey) -> Option<(i64, CellRef<'_>)> {
         match self {
             Cells::Dense(d) => {
-                let page = d.pages.get((key >> PAGE_BITS) as usize)?.as_deref()?;
+                let page = d.pages.get((key >> PAGE_BITS) as usize)?;
                 let s = key as usize & (PAGE - 1);
                 let c = *page.count.get(s)?;
                 (c != 0).then(|| (c, page.cell(s, d.m)))
             }
             Cells::Sparse(sp) => {
-                let shard = sp.shards[shard_of(key)].as_deref()?;
+                let shard = sp.shards.get(shard_of(key))?;
                 let i = *shard.index.get(&key)? as usize;
                 Some((shard.count[i], shard.cell(i, sp.m)))
             }
@@ -623,15 +724,11 @@ impl Cells {
         match self {
             Cells::Dense(d) => {
                 let (slots, m) = (d.slots, d.m);
-                let pages = Arc::make_mut(&mut d.pages);
-                let page = pages[(key >> PAGE_BITS) as usize].get_or_insert_with(|| {
-                    Arc::new(Page {
-                        count: vec![0; slots],
-                        stats: vec![Packed::default(); slots * m],
-                        wide: Wide::default(),
-                    })
+                let page = d.pages.get_mut((key >> PAGE_BITS) as usize, || Page {
+                    count: vec![0; slots],
+                    stats: vec![Packed::default(); slots * m],
+                    wide: Wide::default(),
                 });
-                let page = Arc::make_mut(page);
                 let s = key as usize & (PAGE - 1);
                 let mut cell = CellMut {
                     stats: &mut page.stats[s * m..(s + 1) * m],
@@ -642,9 +739,7 @@ impl Cells {
             }
             Cells::Sparse(sp) => {
                 let m = sp.m;
-                let shards = Arc::make_mut(&mut sp.shards);
-                let shard =
-                    Arc::make_mut(shards[shard_of(key)].get_or_insert_with(Default::default));
+                let shard = sp.shards.get_mut(shard_of(key), Default::default);
                 let i = match shard.index.get(&key) {
                     Some(&i) => i as usize,
                     None => {
@@ -717,9 +812,7 @@ impl Cells {
                             + p.wide.bytes()
                     })
                     .sum();
-                arc_bytes::<Vec<Option<Arc<Page>>>>()
-                    + vec_bytes::<Option<Arc<Page>>>(d.pages.capacity())
-                    + pages
+                d.pages.bytes() + pages
             }
             Cells::Sparse(sp) => {
                 let shards: usize = sp
@@ -735,9 +828,7 @@ impl Cells {
                             + s.wide.bytes()
                     })
                     .sum();
-                arc_bytes::<Vec<Option<Arc<Shard>>>>()
-                    + vec_bytes::<Option<Arc<Shard>>>(sp.shards.capacity())
-                    + shards
+                sp.shards.bytes() + shards
             }
         }
     }
@@ -974,7 +1065,7 @@ mod tests {
         let Cells::Dense(d) = &mut cells else {
             unreachable!()
         };
-        let page = Arc::make_mut(Arc::make_mut(&mut d.pages)[0].as_mut().unwrap());
+        let page = d.pages.get_mut(0, || unreachable!());
         page.wide = Wide::default();
         assert!(cells.check(4, 1).is_err());
     }
@@ -993,38 +1084,18 @@ impl Cells {
                 if d.m != b.m || d.slots != b.slots || d.pages.len() != b.pages.len() {
                     return None;
                 }
-                if Arc::ptr_eq(&d.pages, &b.pages) {
-                    return Some(out);
-                }
-                for (p, (now, was)) in d.pages.iter().zip(b.pages.iter()).enumerate() {
-                    let same = match (now, was) {
-                        (Some(x), Some(y)) => Arc::ptr_eq(x, y),
-                        (None, None) => true,
-                        _ => false,
-                    };
-                    if !same {
-                        let base_key = (p as JointKey) << PAGE_BITS;
-                        out.extend((0..d.slots as JointKey).map(|s| base_key | s));
-                    }
+                for p in d.pages.unshared(&b.pages) {
+                    let base_key = (p as JointKey) << PAGE_BITS;
+                    out.extend((0..d.slots as JointKey).map(|s| base_key | s));
                 }
             }
             (Cells::Sparse(s), Cells::Sparse(b)) => {
                 if s.m != b.m {
                     return None;
                 }
-                if Arc::ptr_eq(&s.shards, &b.shards) {
-                    return Some(out);
-                }
-                for (now, was) in s.shards.iter().zip(b.shards.iter()) {
-                    let same = match (now, was) {
-                        (Some(x), Some(y)) => Arc::ptr_eq(x, y),
-                        (None, None) => true,
-                        _ => false,
-                    };
-                    if !same {
-                        for sh in [now, was].into_iter().flatten() {
-                            out.extend(sh.keys.iter().copied());
-                        }
+                for n in s.shards.unshared(&b.shards) {
+                    for sh in [s.shards.get(n), b.shards.get(n)].into_iter().flatten() {
+                        out.extend(sh.keys.iter().copied());
                     }
                 }
                 out.sort_unstable();

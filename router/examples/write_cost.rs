@@ -9,7 +9,10 @@
 //! - `plane`: a plane on `w(d1, d2, d3, d4; m1, m2, m3)`, not persisted;
 //! - `persisted`: the same plane persisted (the default);
 //! - `expr`: the `plane` arm with `d4` as an expression dimension,
-//!   `date(d4, 'unixepoch') AS day` (the evaluator's cost per row).
+//!   `date(d4, 'unixepoch') AS day` (the evaluator's cost per row);
+//! - `sparse`: a persisted plane on `w(d1, d2, d3, m1, m2; m3)`, whose 30
+//!   joint bits make it sparse, with a cell for nearly every row (what a
+//!   commit's copy and delta cost against the plane's size).
 //!
 //! Operations: `insert`, `update`, `delete` (of `w`), `other` (an INSERT
 //! into `u`, a table without a plane), `txn` (`BEGIN`, two INSERTs,
@@ -41,6 +44,7 @@ const OTHER: &str = "INSERT INTO u(a, b) VALUES (?1, ?2)";
 const PLANE: &str = "PRAGMA pleroma_attach('w', 'd1, d2, d3, d4', 'm1, m2, m3')";
 const EXPR_PLANE: &str =
     "PRAGMA pleroma_attach('w', 'd1, d2, d3, date(d4, ''unixepoch'') AS day', 'm1, m2, m3')";
+const SPARSE_PLANE: &str = "PRAGMA pleroma_attach('w', 'd1, d2, d3, m1, m2', 'm3')";
 const D1: [&str; 6] = ["red", "green", "blue", "cyan", "magenta", "yellow"];
 const D2: [&str; 4] = ["north", "south", "east", "west"];
 
@@ -51,6 +55,7 @@ enum Arm {
     Plane,
     Persisted,
     Expr,
+    Sparse,
 }
 
 enum Conn {
@@ -158,7 +163,8 @@ fn main() {
         Some("plane") => Arm::Plane,
         Some("persisted") | None => Arm::Persisted,
         Some("expr") => Arm::Expr,
-        Some(a) => panic!("arm {a}: sqlite, engine, plane, persisted or expr"),
+        Some("sparse") => Arm::Sparse,
+        Some(a) => panic!("arm {a}: sqlite, engine, plane, persisted, expr or sparse"),
     };
     let op = args.next().unwrap_or_else(|| "insert".into());
     let rows: i64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(100_000);
@@ -190,6 +196,7 @@ fn main() {
             match arm {
                 Arm::Engine => {}
                 Arm::Expr => p.execute_batch(EXPR_PLANE).expect("attach"),
+                Arm::Sparse => p.execute_batch(SPARSE_PLANE).expect("attach"),
                 _ => p.execute_batch(PLANE).expect("attach"),
             }
             Conn::Pleroma(Box::new(p))
@@ -224,8 +231,33 @@ fn main() {
             ref v => panic!("COUNT(*) gave {v:?}"),
         },
     };
+    // A new connection's open: the newest checkpoint and the deltas after
+    // it (persisted arms), or a rebuild.
+    let t = Instant::now();
+    let mut fresh = Connection::open(&path).expect("open again");
+    let again = fresh
+        .query("SELECT COUNT(*) FROM w", &[])
+        .expect("count")
+        .rows[0][0]
+        .clone();
+    let open_ms = t.elapsed().as_secs_f64() * 1e3;
+    assert_eq!(again, Value::Integer(check), "a new connection's count");
+    let deltas = fresh
+        .query(
+            "SELECT count(*) FROM sqlite_schema WHERE name = 'pleroma_state'",
+            &[],
+        )
+        .map(|r| r.rows[0][0].clone());
+    let deltas = match deltas {
+        Ok(Value::Integer(1)) => fresh
+            .query("SELECT count(*) - 1 FROM pleroma_state", &[])
+            .map(|r| format!("{:?}", r.rows[0][0]))
+            .unwrap_or_default(),
+        _ => "no state".into(),
+    };
     println!(
-        "{op} x{n} per round, {rows} rows: median {:.2} µs a statement; COUNT(*) {check}",
+        "{op} x{n} per round, {rows} rows: median {:.2} µs a statement; COUNT(*) {check}; \
+         a new connection answers in {open_ms:.2} ms (state rows after the checkpoint: {deltas})",
         times[times.len() / 2]
     );
 }

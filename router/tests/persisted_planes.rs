@@ -94,6 +94,50 @@ fn a_new_process_opens_from_the_persisted_state() {
     assert_eq!(planes_col(&mut c, "rebuilds"), int(0));
 }
 
+/// Single-row writes leave a delta each until the deltas outweigh the
+/// checkpoint; then one commit writes a checkpoint and drops the rows
+/// before it. A new connection opens from whatever is there, exactly.
+#[test]
+fn deltas_are_compacted_into_a_checkpoint() {
+    let (_d, path) = new_db();
+    let mut c = Connection::open(&path).unwrap();
+    let state = |c: &mut Connection| -> (i64, i64) {
+        let r = c
+            .query(
+                "SELECT count(*), sum(kind = 'checkpoint') FROM pleroma_state",
+                &[],
+            )
+            .unwrap();
+        match (&r.rows[0][0], &r.rows[0][1]) {
+            (Value::Integer(n), Value::Integer(k)) => (*n, *k),
+            other => panic!("{other:?}"),
+        }
+    };
+    let mut most = 0;
+    let mut compacted = false;
+    for i in 0..700 {
+        c.execute(
+            "INSERT INTO ev(device, country, cents, note) VALUES (?1, 'fr', ?2, 'x')",
+            &[text(["web", "ios"][i % 2]), int(i as i64)],
+        )
+        .unwrap();
+        let (rows, checkpoints) = state(&mut c);
+        assert_eq!(checkpoints, 1, "one checkpoint, the deltas after it");
+        compacted |= rows < most;
+        most = most.max(rows);
+        if i % 97 == 0 {
+            let mut fresh = Connection::open(&path).unwrap();
+            check_all(&mut fresh, &path);
+            assert_eq!(planes_col(&mut fresh, "rebuilds"), int(0));
+        }
+    }
+    assert!(compacted, "700 one-row deltas were never compacted");
+    // A plane of a few cells: its checkpoint is small, so the floor decides
+    // (`CHECKPOINT_FLOOR` over a delta's weight and bytes).
+    assert!((100..=400).contains(&most), "{most} state rows at most");
+    check_all(&mut c, &path);
+}
+
 /// The writer of the child tests: `arg` is "rows N" (N single-row
 /// autocommit INSERTs), or "crash SEED" (writes until killed).
 #[test]

@@ -41,9 +41,27 @@ pub(crate) use log::*;
 pub(crate) const STATE: &str = "pleroma_state";
 const CHECKPOINT: &str = "checkpoint";
 const DELTA: &str = "delta";
-/// A commit writes a checkpoint instead of a delta once this many deltas
-/// follow the last one, or once they outweigh it.
-const COMPACT_DELTAS: usize = 256;
+/// A commit writes a checkpoint instead of a delta once the deltas after
+/// the last one cost an open more than the checkpoint itself: each delta
+/// weighs its bytes plus `DELTA_WEIGHT` (an open applies a one-row delta in
+/// about 2.6 µs, what it spends on about 100 bytes of a checkpoint), against
+/// the checkpoint's bytes, at least `CHECKPOINT_FLOOR`. So a checkpoint's
+/// cost is spread over deltas in proportion to its size (a fixed count
+/// made a commit pay a share of the whole plane's image: `write_cost
+/// sparse`), and an open reads at most about twice a checkpoint's worth.
+const DELTA_WEIGHT: usize = 128;
+const CHECKPOINT_FLOOR: usize = 1 << 16;
+/// And never more deltas than this after a checkpoint.
+const COMPACT_DELTAS: usize = 1 << 16;
+
+/// Whether the next commit writes a checkpoint (see `DELTA_WEIGHT`).
+fn deltas_outweigh(deltas: usize, delta_bytes: usize, checkpoint_bytes: usize) -> bool {
+    deltas >= COMPACT_DELTAS
+        || deltas
+            .saturating_mul(DELTA_WEIGHT)
+            .saturating_add(delta_bytes)
+            > checkpoint_bytes.max(CHECKPOINT_FLOOR)
+}
 /// The settings table (`persist = off` turns persistence off).
 const SETTINGS: &str = "pleroma_settings";
 
@@ -388,7 +406,7 @@ fn persist_allowed(
     };
     let same_planes =
         p.base.len() == views.len() && p.base.iter().zip(views).all(|((d, _), v)| *d == v.def);
-    let big = p.deltas >= COMPACT_DELTAS || p.delta_bytes > p.checkpoint_bytes.max(1 << 16);
+    let big = deltas_outweigh(p.deltas, p.delta_bytes, p.checkpoint_bytes);
     let checkpoint = force_checkpoint || fresh || p.seq.is_none() || !same_planes || big;
     let image = |v: &View, base: Option<&Snapshot>| {
         let img = match base {
@@ -511,4 +529,27 @@ fn persist_allowed(
 /// or a temporary database.
 pub(crate) fn can_persist(db: &rusqlite::Connection) -> bool {
     db.path().is_some_and(|p| !p.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small plane checkpoints after a few hundred one-row deltas (about
+    /// 100 bytes each); a large one after as many deltas as its checkpoint's
+    /// bytes pay for, never more than `COMPACT_DELTAS`.
+    #[test]
+    fn deltas_outweigh_a_checkpoint_by_its_size() {
+        let small = |n: usize| deltas_outweigh(n, n * 100, 2_000);
+        assert!(!small(200));
+        assert!(small(300));
+        let (first, _) = (1..1000).map(|n| (n, small(n))).find(|p| p.1).unwrap();
+        assert_eq!(first, CHECKPOINT_FLOOR / (DELTA_WEIGHT + 100) + 1);
+        let big = |n: usize| deltas_outweigh(n, n * 100, 6_000_000);
+        assert!(!big(10_000));
+        assert!(big(30_000));
+        let huge = |n: usize| deltas_outweigh(n, n * 100, usize::MAX / 2);
+        assert!(!huge(COMPACT_DELTAS - 1));
+        assert!(huge(COMPACT_DELTAS));
+    }
 }
