@@ -26,13 +26,31 @@ const VERSION: u8 = 1;
 const FULL: u8 = 1;
 const FAULT: u8 = 2;
 
-/// One cell of an image: codes into the image's dictionaries, the count and
-/// one `Stat` per measure.
-#[derive(Clone, Debug, PartialEq)]
-struct CellImage {
+/// The cells of an image, column by column (nothing allocated per cell):
+/// cell `i` has the codes `codes[i·d..(i+1)·d]` into the image's `d`
+/// dictionaries, the count `count[i]` and one `Stat` per measure,
+/// `stats[i·m..(i+1)·m]`.
+#[derive(Clone, Debug, PartialEq, Default)]
+struct CellsImage {
     codes: Vec<Code>,
-    count: i64,
+    count: Vec<i64>,
     stats: Vec<Stat>,
+}
+
+impl CellsImage {
+    fn with_capacity(n: usize, nd: usize, m: usize) -> Self {
+        CellsImage {
+            codes: Vec::with_capacity(n * nd),
+            count: Vec::with_capacity(n),
+            stats: Vec::with_capacity(n * m),
+        }
+    }
+    fn len(&self) -> usize {
+        self.count.len()
+    }
+    fn is_empty(&self) -> bool {
+        self.count.is_empty()
+    }
 }
 
 /// A plane's state, whole or in part (see the module comment).
@@ -40,7 +58,7 @@ struct CellImage {
 pub struct Image {
     full: bool,
     dims: Vec<Vec<DimValue>>,
-    cells: Vec<CellImage>,
+    cells: CellsImage,
     rows: i64,
     foreign: Vec<i64>,
     fault: Option<String>,
@@ -108,12 +126,13 @@ impl Image {
             w.extend_from_slice(f.as_bytes());
         }
         put_u32(&mut w, self.cells.len());
-        for c in &self.cells {
-            for &code in &c.codes {
+        let (nd, m) = (self.dims.len(), self.foreign.len());
+        for (i, count) in self.cells.count.iter().enumerate() {
+            for &code in &self.cells.codes[i * nd..(i + 1) * nd] {
                 w.extend_from_slice(&code.to_le_bytes());
             }
-            w.extend_from_slice(&c.count.to_le_bytes());
-            for s in &c.stats {
+            w.extend_from_slice(&count.to_le_bytes());
+            for s in &self.cells.stats[i * m..(i + 1) * m] {
                 w.extend_from_slice(&s.nn.to_le_bytes());
                 w.extend_from_slice(&s.pos.to_le_bytes());
                 w.extend_from_slice(&s.neg.to_le_bytes());
@@ -176,20 +195,23 @@ impl Image {
             None
         };
         let ncells = r.len()?;
-        let mut cells = Vec::with_capacity(ncells.min(1 << 20));
+        // Each cell takes at least 8 bytes: a count bigger than what is
+        // left is torn, and allocates nothing.
+        if ncells > (body.len() - r.i) / 8 {
+            return Err(bad("truncated"));
+        }
+        let mut cells = CellsImage::with_capacity(ncells, ndims, m);
         for _ in 0..ncells {
-            let mut codes = Vec::with_capacity(ndims);
             for d in &dims {
                 let c = r.u32()?;
                 if c as usize >= d.len() {
                     return Err(bad("a code outside its dictionary"));
                 }
-                codes.push(c);
+                cells.codes.push(c);
             }
-            let count = r.i64()?;
-            let mut stats = Vec::with_capacity(m);
+            cells.count.push(r.i64()?);
             for _ in 0..m {
-                stats.push(Stat {
+                cells.stats.push(Stat {
                     nn: r.i64()?,
                     pos: r.i128()?,
                     neg: r.i128()?,
@@ -198,11 +220,6 @@ impl Image {
                     flags: r.u8()?,
                 });
             }
-            cells.push(CellImage {
-                codes,
-                count,
-                stats,
-            });
         }
         if r.i != body.len() {
             return Err(bad("trailing bytes"));
@@ -260,13 +277,12 @@ impl Plane {
     pub fn image(&self) -> Image {
         let st = &*self.state;
         let m = st.foreign.len();
-        let mut cells = Vec::with_capacity(st.nonempty);
+        let nd = st.dicts.len();
+        let mut cells = CellsImage::with_capacity(st.nonempty, nd, m);
         st.cells.for_each(|key, count, s| {
-            cells.push(CellImage {
-                codes: self.decode(key),
-                count,
-                stats: (0..m).map(|j| s.stat(j)).collect(),
-            })
+            cells.codes.extend((0..nd).map(|d| st.layout.code(key, d)));
+            cells.count.push(count);
+            cells.stats.extend((0..m).map(|j| s.stat(j)));
         });
         Image {
             full: true,
@@ -314,7 +330,7 @@ impl Plane {
         // Local dictionaries: only the values the changed cells use.
         let mut local: Vec<ahash::AHashMap<Code, Code>> = vec![Default::default(); nd];
         let mut dims: Vec<Vec<DimValue>> = vec![Vec::new(); nd];
-        let mut cells = Vec::new();
+        let mut cells = CellsImage::default();
         for key in keys {
             let now = st.cells.get(key);
             let was = b.cells.get(key);
@@ -328,24 +344,23 @@ impl Plane {
             if !differs {
                 continue;
             }
-            let codes = (0..nd)
-                .map(|d| {
-                    let code = st.layout.code(key, d);
-                    *local[d].entry(code).or_insert_with(|| {
-                        dims[d].push(st.dicts[d].value(code).clone());
-                        (dims[d].len() - 1) as Code
-                    })
+            cells.codes.extend((0..nd).map(|d| {
+                let code = st.layout.code(key, d);
+                *local[d].entry(code).or_insert_with(|| {
+                    dims[d].push(st.dicts[d].value(code).clone());
+                    (dims[d].len() - 1) as Code
                 })
-                .collect();
-            let (count, stats) = match now {
-                Some((c, s)) => (c, (0..m).map(|j| s.stat(j)).collect()),
-                None => (0, vec![Stat::default(); m]),
-            };
-            cells.push(CellImage {
-                codes,
-                count,
-                stats,
-            });
+            }));
+            match now {
+                Some((c, s)) => {
+                    cells.count.push(c);
+                    cells.stats.extend((0..m).map(|j| s.stat(j)));
+                }
+                None => {
+                    cells.count.push(0);
+                    cells.stats.extend((0..m).map(|_| Stat::default()));
+                }
+            }
         }
         Image {
             full: false,
@@ -377,7 +392,8 @@ impl Plane {
         let nd = self.state.dicts.len();
         let arity = img.dims.len() != nd
             || img.foreign.len() != m
-            || img.cells.iter().any(|c| c.stats.len() != m);
+            || img.cells.codes.len() != img.cells.len() * nd
+            || img.cells.stats.len() != img.cells.len() * m;
         if arity {
             let e = PlaneError::Incompatible;
             self.set_fault(format!("persisted image: {e}"));
@@ -401,16 +417,18 @@ impl Plane {
         let st = Arc::make_mut(&mut self.state);
         // Codes of the image's values here, adding the new ones.
         let maps = st.codes_of(img.dims.iter().map(Vec::as_slice))?;
-        for c in &img.cells {
-            if let Err(why) = crate::cells::check_cell(c.count, c.stats.as_slice(), m) {
+        for (i, &count) in img.cells.count.iter().enumerate() {
+            let stats = &img.cells.stats[i * m..(i + 1) * m];
+            if let Err(why) = crate::cells::check_cell(count, stats, m) {
                 return Err(st.fail(PlaneError::Invariant(format!("persisted image: {why}"))));
             }
-            let key: JointKey = c.codes.iter().enumerate().fold(0, |k, (d, &code)| {
+            let codes = &img.cells.codes[i * nd..(i + 1) * nd];
+            let key: JointKey = codes.iter().enumerate().fold(0, |k, (d, &code)| {
                 k | st.layout.place(d, maps[d][code as usize])
             });
             st.touch(key);
-            let was = st.cells.put(key, c.count, &c.stats);
-            match (was != 0, c.count != 0) {
+            let was = st.cells.put(key, count, stats);
+            match (was != 0, count != 0) {
                 (false, true) => st.nonempty += 1,
                 (true, false) => st.nonempty -= 1,
                 _ => {}
