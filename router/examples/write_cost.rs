@@ -16,7 +16,9 @@
 //!
 //! Operations: `insert`, `update`, `delete` (of `w`), `other` (an INSERT
 //! into `u`, a table without a plane), `txn` (`BEGIN`, two INSERTs,
-//! `COMMIT`: a "statement" is the transaction), `batch` and `append` (the
+//! `COMMIT`: a "statement" is the transaction), `alt` (`txn` on two
+//! connections in turn, so each follows the other's commit), `batch` and
+//! `append` (the
 //! same rows as `batch` through `Connection::appender`, flushed once; on
 //! the `sqlite` arm the same as `batch`).
 //!
@@ -94,8 +96,21 @@ fn row(id: i64) -> Vec<Value> {
 
 /// The statements of one round, from `next` on; returns the next free id.
 #[inline(never)]
-fn measured(c: &mut Conn, op: &str, n: i64, next: i64, rows: i64) -> i64 {
+fn measured(c: &mut Conn, c2: Option<&mut Conn>, op: &str, n: i64, next: i64, rows: i64) -> i64 {
     match op {
+        "alt" => {
+            // `txn` on two connections in turn: each transaction's first
+            // write follows the other connection's commit.
+            let c2 = c2.expect("a second connection");
+            for k in 0..n {
+                let c = if k % 2 == 0 { &mut *c } else { &mut *c2 };
+                c.exec("BEGIN", &[]);
+                c.exec(INSERT, &row(next + 2 * k));
+                c.exec(INSERT, &row(next + 2 * k + 1));
+                c.exec("COMMIT", &[]);
+            }
+            return next + 2 * n;
+        }
         "insert" => {
             for id in next..next + n {
                 c.exec(INSERT, &row(id));
@@ -210,12 +225,21 @@ fn main() {
             .execute_batch("PRAGMA synchronous = NORMAL")
             .expect("sync"),
     }
+    // `alt`: a second connection on the file (the planes already attached).
+    let mut c2 = (op == "alt").then(|| {
+        let mut c2 = match arm {
+            Arm::Sqlite => Conn::Sqlite(pleroma::rusqlite::Connection::open(&path).expect("open")),
+            _ => Conn::Pleroma(Box::new(Connection::open(&path).expect("open"))),
+        };
+        c2.exec("PRAGMA synchronous = NORMAL", &[]);
+        c2
+    });
     // The first round warms the caches; the others are timed.
     let mut next = if op == "delete" { 1 } else { rows + 1 };
     let mut times = Vec::new();
     for round in 0..8 {
         let t = Instant::now();
-        next = measured(&mut c, op.as_str(), n, next, rows);
+        next = measured(&mut c, c2.as_mut(), op.as_str(), n, next, rows);
         if round > 0 {
             times.push(t.elapsed().as_secs_f64() * 1e6 / n as f64);
         }

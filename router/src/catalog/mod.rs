@@ -172,7 +172,8 @@ fn table_columns(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec
         )
         .map(|s| s != 0)
         .unwrap_or(false);
-    let mut stmt = db.prepare("SELECT name, type, hidden FROM pragma_table_xinfo(?1, 'main')")?;
+    let mut stmt =
+        db.prepare_cached("SELECT name, type, hidden FROM pragma_table_xinfo(?1, 'main')")?;
     let rows = stmt.query_map([table], |r| {
         let decl: String = r.get(1)?;
         Ok(ColumnInfo {
@@ -195,7 +196,7 @@ fn table_columns(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec
 
 /// The table's own spelling of its name, if it is a table in `main`.
 fn canonical_table(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<Option<String>> {
-    let mut stmt = db.prepare(
+    let mut stmt = db.prepare_cached(
         "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name = ?1 COLLATE NOCASE",
     )?;
     let mut rows = stmt.query([table])?;
@@ -525,7 +526,7 @@ pub(crate) fn load_limbs(db: &rusqlite::Connection) -> rusqlite::Result<Vec<Limb
     if canonical_table(db, LIMBS)?.is_none() {
         return Ok(Vec::new());
     }
-    let mut stmt = db.prepare(&format!(
+    let mut stmt = db.prepare_cached(&format!(
         "SELECT fact, fact_key, dim, dim_key FROM main.{LIMBS} ORDER BY fact, fact_key"
     ))?;
     let rows = stmt.query_map([], |r| {
@@ -627,7 +628,7 @@ pub(crate) fn load(db: &rusqlite::Connection) -> rusqlite::Result<Vec<PlaneDef>>
     if canonical_table(db, CATALOG)?.is_none() {
         return Ok(Vec::new());
     }
-    let mut stmt = db.prepare(&format!(
+    let mut stmt = db.prepare_cached(&format!(
         "SELECT tbl, dims, measures FROM main.{CATALOG} ORDER BY tbl"
     ))?;
     let rows = stmt

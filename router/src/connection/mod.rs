@@ -109,6 +109,8 @@ const PUBLISH_WAIT_LOGGED: std::time::Duration = std::time::Duration::from_micro
 
 /// How many answers the memo keeps.
 const MEMO_CAPACITY: usize = 256;
+/// Prepared statements kept per connection (see `Connection::wrap`).
+const STATEMENT_CACHE: usize = 128;
 
 /// A served answer, valid while the planes' write counter stays `writes`.
 struct Memo {
@@ -131,6 +133,12 @@ impl Connection {
     /// Wrap an open rusqlite connection (it must not have hooks of its own:
     /// Pleroma takes the pre-update, commit and rollback hooks).
     pub fn wrap(mut db: rusqlite::Connection) -> Result<Connection> {
+        // The user's statements and Pleroma's own (the state rows, the
+        // catalog, the checks of a follow) share rusqlite's cache of
+        // prepared statements; at its default of 16 a dashboard's
+        // statements and a follow's pushed each other out, and every use
+        // prepared again (tens of thousands of instructions each).
+        db.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         crate::sum_exact::register(&db)?;
         let guard = Arc::new(persist::Guard::default());
         persist::register_guard(&db, guard.clone())?;

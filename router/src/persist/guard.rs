@@ -84,24 +84,34 @@ pub(crate) fn register_guard(db: &rusqlite::Connection, g: Arc<Guard>) -> rusqli
 }
 
 /// The guard of one table: its index name and its statement.
-pub(super) fn guard_of(
-    table: &str,
-    columns: &[&str],
-    (id, secret): (i64, i64),
-) -> (String, String) {
+pub(super) fn guard_of(table: &str, columns: &[&str], (id, secret): (i64, i64)) -> GuardSpec {
     let name = format!("pleroma_guard_{table}");
     let cols = columns
         .iter()
         .map(|c| quote(c))
         .collect::<Vec<_>>()
         .join(", ");
+    let cond = format!("{GUARD_FN}({id}, {cols}) IS NOT {secret}");
     let sql = format!(
-        "CREATE INDEX {} ON {}({}) WHERE {GUARD_FN}({id}, {cols}) IS NOT {secret}",
+        "CREATE INDEX {} ON {}({}) WHERE {cond}",
         quote(&name),
         quote(table),
         quote(columns[0]),
     );
-    (name, sql)
+    let probe = format!(
+        "SELECT 1 FROM main.{} INDEXED BY {} WHERE {cond} LIMIT 1",
+        quote(table),
+        quote(&name)
+    );
+    GuardSpec { name, sql, probe }
+}
+
+/// A guard as Pleroma makes it: its name, its `CREATE INDEX`, and the
+/// probe that reads whether it holds an entry ([`guard_empty`]).
+pub(super) struct GuardSpec {
+    pub name: String,
+    pub sql: String,
+    probe: String,
 }
 
 /// The guards the planes need: one per planed table (and the state table
@@ -109,7 +119,7 @@ pub(super) fn guard_of(
 pub(super) fn guards_needed<'a>(
     defs: impl Iterator<Item = &'a PlaneDef>,
     keys: (i64, i64),
-) -> Vec<(String, String)> {
+) -> Vec<GuardSpec> {
     let mut tables: Vec<(String, Vec<&str>)> = Vec::new();
     for def in defs {
         let cols = def.columns_read().into_iter();
@@ -180,14 +190,18 @@ pub(super) fn new_keys() -> (i64, i64) {
     (r(), r())
 }
 
-/// Whether a guard index holds no entry: its root page is an empty leaf
-/// (one page read through `dbstat`, whose first row is the root).
-pub(super) fn guard_empty(db: &rusqlite::Connection, name: &str) -> rusqlite::Result<bool> {
-    let root: Option<(String, i64)> = db
-        .prepare_cached("SELECT pagetype, ncell FROM dbstat('main') WHERE name = ?1 LIMIT 1")?
-        .query_row([name], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
-    Ok(matches!(root, Some((t, 0)) if t == "leaf"))
+/// Whether a guard index (in place as `g.sql` says) holds no entry. The
+/// probe scans the index itself: its WHERE is the index's own, so SQLite
+/// uses the partial index and codes no test of that term
+/// (`whereApplyPartialIndexConstraints`): the program is the index's
+/// `Rewind`/`Next`, reads no table row and calls no function, so an entry
+/// whose row is gone is found too (test `the_guard_probe_reads_only_the_index`).
+/// An error reads as an entry (the state is then not trusted). Before, one
+/// page of `dbstat`, which prepares a query of the schema at each use:
+/// about 64,000 instructions a guard, twice per follow.
+pub(super) fn guard_empty(db: &rusqlite::Connection, g: &GuardSpec) -> rusqlite::Result<bool> {
+    let found = db.prepare_cached(&g.probe).and_then(|mut st| st.exists([]));
+    Ok(matches!(found, Ok(false)))
 }
 
 /// The state table and every guard, created or brought up to date (a
@@ -210,12 +224,13 @@ pub(super) fn ensure_schema(
          schema_version INTEGER NOT NULL, schema_hash INTEGER NOT NULL, body BLOB NOT NULL)"
         ),
     )?;
-    for (name, sql) in guards_needed(views.iter().filter(|v| !v.broken).map(|v| &*v.def), keys) {
-        match object_sql(db, &name)? {
-            Some(Some(s)) if s == sql && guard_empty(db, &name)? => continue,
+    for g in guards_needed(views.iter().filter(|v| !v.broken).map(|v| &*v.def), keys) {
+        let (name, sql) = (&g.name, &g.sql);
+        match object_sql(db, name)? {
+            Some(Some(s)) if s == *sql && guard_empty(db, &g)? => continue,
             Some(_) => crate::user_counters::schema_statement(
                 db,
-                &format!("DROP INDEX main.{}", quote(&name)),
+                &format!("DROP INDEX main.{}", quote(name)),
             )?,
             None => {}
         }
@@ -241,7 +256,7 @@ pub(super) fn guards_ok(
     let Some(keys) = keys else {
         return Err(Rebuild::GuardMissing.into());
     };
-    for (name, sql) in guards_needed(
+    for g in guards_needed(
         planes
             .entries
             .iter()
@@ -249,12 +264,12 @@ pub(super) fn guards_ok(
             .map(|e| &*e.def),
         keys,
     ) {
-        let stored = object_sql(db, &name)?.flatten();
-        let want = sql.replacen("CREATE INDEX ", "CREATE INDEX main.", 1);
-        if stored.as_deref() != Some(sql.as_str()) && stored.as_deref() != Some(want.as_str()) {
+        let stored = object_sql(db, &g.name)?.flatten();
+        let want = g.sql.replacen("CREATE INDEX ", "CREATE INDEX main.", 1);
+        if stored.as_deref() != Some(g.sql.as_str()) && stored.as_deref() != Some(want.as_str()) {
             return Err(Rebuild::GuardMissing.into());
         }
-        if !crate::mutation::active(Mutation::GuardIndexUnchecked) && !guard_empty(db, &name)? {
+        if !crate::mutation::active(Mutation::GuardIndexUnchecked) && !guard_empty(db, &g)? {
             return Err(Rebuild::GuardBypassed.into());
         }
     }
@@ -330,4 +345,66 @@ pub(crate) fn main_copies(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// With the bundled SQLite, the probe scans the guard index alone: it
+    /// calls no function, reads no table row, and finds an entry whose row
+    /// is gone (what a stand-in's write leaves behind).
+    #[test]
+    fn the_guard_probe_reads_only_the_index() {
+        let db = rusqlite::Connection::open_in_memory().unwrap();
+        static CALLS: AtomicUsize = AtomicUsize::new(0);
+        static SECRET: AtomicUsize = AtomicUsize::new(1);
+        db.create_scalar_function(
+            GUARD_FN,
+            -1,
+            rusqlite::functions::FunctionFlags::SQLITE_UTF8
+                | rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC,
+            |_| {
+                CALLS.fetch_add(1, Ordering::SeqCst);
+                Ok(SECRET.load(Ordering::SeqCst) as i64)
+            },
+        )
+        .unwrap();
+        db.execute_batch("CREATE TABLE \"t x\"(id INTEGER PRIMARY KEY, a, \"b c\", d)")
+            .unwrap();
+        let g = guard_of("t x", &["a", "b c", "d"], (7, 1));
+        db.execute_batch(&g.sql).unwrap();
+        for i in 0..50 {
+            db.execute(
+                "INSERT INTO \"t x\"(a, \"b c\", d) VALUES (?1, ?1, ?1)",
+                [i],
+            )
+            .unwrap();
+        }
+        let plan: String = db
+            .query_row(&format!("EXPLAIN QUERY PLAN {}", g.probe), [], |r| r.get(3))
+            .unwrap();
+        assert!(plan.contains("pleroma_guard_t x"), "{plan}");
+        CALLS.store(0, Ordering::SeqCst);
+        assert!(guard_empty(&db, &g).unwrap());
+        // A stand-in: the function says "not the secret", the row goes into
+        // the index; then the secret again, and the row is deleted without
+        // its entry.
+        SECRET.store(2, Ordering::SeqCst);
+        db.execute("INSERT INTO \"t x\"(id, a) VALUES (1000, 1)", [])
+            .unwrap();
+        SECRET.store(1, Ordering::SeqCst);
+        CALLS.store(0, Ordering::SeqCst);
+        assert!(!guard_empty(&db, &g).unwrap());
+        assert_eq!(
+            CALLS.load(Ordering::SeqCst),
+            0,
+            "the probe called the function"
+        );
+        db.execute("DELETE FROM \"t x\" WHERE id = 1000", [])
+            .unwrap();
+        assert!(!guard_empty(&db, &g).unwrap());
+        assert_eq!(CALLS.load(Ordering::SeqCst), 1, "only the DELETE called it");
+    }
 }
