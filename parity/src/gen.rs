@@ -618,6 +618,20 @@ impl Gen<'_> {
             sql = format!("{sql}, {bad}");
         }
         self.push(Step::Append(sql));
+        // Every dimension's groups, with each group's value as SQLite
+        // stores it: the appender must feed the value after the column's
+        // affinity (an integer into a TEXT column is a text), not the one
+        // it was given.
+        let dims: Vec<String> = self.s.dims.iter().map(|d| d.name.clone()).collect();
+        self.push(Step::Check(Query {
+            sql: format!(
+                "SELECT {0}, COUNT(*) FROM t GROUP BY {0}",
+                dims.join(", ")
+            ),
+            params: Vec::new(),
+            class: Class::G,
+            order: Order::Unordered,
+        }));
         self.checks(2);
         if inside {
             let end = if self.rng.chance(0.7) {
