@@ -624,10 +624,7 @@ impl Gen<'_> {
         // it was given.
         let dims: Vec<String> = self.s.dims.iter().map(|d| d.name.clone()).collect();
         self.push(Step::Check(Query {
-            sql: format!(
-                "SELECT {0}, COUNT(*) FROM t GROUP BY {0}",
-                dims.join(", ")
-            ),
+            sql: format!("SELECT {0}, COUNT(*) FROM t GROUP BY {0}", dims.join(", ")),
             params: Vec::new(),
             class: Class::G,
             order: Order::Unordered,

@@ -28,11 +28,11 @@ fn int_column(rng: &mut Rng, rows: usize, n: u64) -> ArrayRef {
     ))
 }
 
-#[test]
-fn the_dashboard_plane_takes_at_most_0_92_mb() {
-    let rows = 1_000_000;
-    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
-    let dims = [4, 5, 12, 3, 6]
+/// A plane of `rows` random rows: one dimension per entry of `values` (that
+/// many distinct integers), three measures below 100,000.
+fn random_plane(seed: u64, rows: usize, values: &[u64], cap: usize) -> Plane {
+    let mut rng = Rng(seed);
+    let dims = values
         .iter()
         .map(|&n| int_column(&mut rng, rows, n))
         .collect::<Vec<_>>();
@@ -40,12 +40,20 @@ fn the_dashboard_plane_takes_at_most_0_92_mb() {
         .map(|_| int_column(&mut rng, rows, 100_000))
         .collect::<Vec<_>>();
     let names = |p: &str, n: usize| (0..n).map(|i| format!("{p}{i}")).collect();
-    let plane = Plane::build_from_arrow(
-        PlaneConfig::new(names("d", 5), names("m", 3)),
+    Plane::build_from_arrow(
+        PlaneConfig {
+            cap,
+            ..PlaneConfig::new(names("d", values.len()), names("m", 3))
+        },
         &dims,
         &measures,
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn the_dashboard_plane_takes_at_most_0_92_mb() {
+    let plane = random_plane(0x2545_F491_4F6C_DD1D, 1_000_000, &[4, 5, 12, 3, 6], 1024);
     assert_eq!((plane.joint_bits(), plane.cells()), (14, 4320));
     let bytes = plane.bytes();
     println!(
@@ -60,25 +68,7 @@ fn the_dashboard_plane_takes_at_most_0_92_mb() {
 /// measures) of 100,000 random rows: its bytes per occupied cell.
 #[test]
 fn a_sparse_plane_of_100_000_rows_bytes_per_cell() {
-    let rows = 100_000;
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let dims = [3650, 250, 4]
-        .iter()
-        .map(|&n| int_column(&mut rng, rows, n))
-        .collect::<Vec<_>>();
-    let measures = (0..3)
-        .map(|_| int_column(&mut rng, rows, 100_000))
-        .collect::<Vec<_>>();
-    let names = |p: &str, n: usize| (0..n).map(|i| format!("{p}{i}")).collect();
-    let plane = Plane::build_from_arrow(
-        PlaneConfig {
-            cap: 4096,
-            ..PlaneConfig::new(names("d", 3), names("m", 3))
-        },
-        &dims,
-        &measures,
-    )
-    .unwrap();
+    let plane = random_plane(0x9E37_79B9_7F4A_7C15, 100_000, &[3650, 250, 4], 4096);
     assert!(!plane.is_dense());
     let (bytes, cells) = (plane.bytes(), plane.cells());
     let per_cell = bytes as f64 / cells as f64;

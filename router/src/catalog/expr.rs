@@ -342,10 +342,7 @@ pub(crate) fn check(
 /// are string literals. A time value computed as text (`char(110, 111,
 /// 119)`, `a || b`) could spell `'now'` where no input holds it.
 fn clock_free(e: &sqlparser::ast::Expr) -> Result<(), String> {
-    use sqlparser::ast::{
-        BinaryOperator as B, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
-        UnaryOperator as U, Value as V,
-    };
+    use sqlparser::ast::{BinaryOperator as B, Expr, UnaryOperator as U, Value as V};
     let mut err = None;
     let mut calls = 0usize;
     crate::residue::visit_expr(e, &mut |x: &Expr| {
@@ -360,17 +357,7 @@ fn clock_free(e: &sqlparser::ast::Expr) -> Result<(), String> {
             return true;
         }
         calls += 1;
-        let args: Vec<&Expr> = match &f.args {
-            FunctionArguments::List(l) => l
-                .args
-                .iter()
-                .filter_map(|a| match a {
-                    FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => Some(x),
-                    _ => None,
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
+        let args = unnamed_args(f);
         let (values, modifiers): (&[&Expr], &[&Expr]) = match name.as_str() {
             "strftime" if args.len() >= 2 => (&args[1..2], {
                 if !is_string(args[0]) {
@@ -690,5 +677,22 @@ mod tests {
         assert!(reads_the_clock(ValueRef::Text(b"1970-01-01 LocalTime")));
         assert!(!reads_the_clock(ValueRef::Text(b"2026-02-01")));
         assert!(!reads_the_clock(ValueRef::Integer(5)));
+    }
+}
+
+/// A function call's plain arguments (no named, wildcard or qualified-star
+/// ones), in order.
+pub(crate) fn unnamed_args(f: &sqlparser::ast::Function) -> Vec<&sqlparser::ast::Expr> {
+    use sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
+    match &f.args {
+        FunctionArguments::List(l) => l
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => Some(x),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
     }
 }

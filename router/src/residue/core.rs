@@ -273,19 +273,7 @@ impl Walker<'_> {
                 }),
             }
         }
-        fn args(f: &sqlparser::ast::Function) -> Vec<&Expr> {
-            match &f.args {
-                FunctionArguments::List(l) => l
-                    .args
-                    .iter()
-                    .filter_map(|a| match a {
-                        FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => Some(x),
-                        _ => None,
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            }
-        }
+        use crate::catalog::expr::unnamed_args as args;
         match e {
             Expr::Nested(x) => self.stable(c, x),
             Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
