@@ -22,6 +22,7 @@ pub fn allowed_decline(reason: &Decline) -> bool {
     match reason {
         Decline::SumOverflowHaving
         | Decline::SumOverflowUnderLimit
+        | Decline::SumOverflowGrouped
         | Decline::SumOverflowPartWay
         | Decline::PastI64OrderDependent { .. } => true,
         // SQLite's own "integer overflow" from the residue's statement.

@@ -29,6 +29,9 @@ pub enum Decline {
     /// A SUM past i64 under LIMIT: SQLite finalizes only the groups it
     /// outputs.
     SumOverflowUnderLimit,
+    /// A SUM past i64 in one group of several: SQLite outputs the groups it
+    /// finalized before that one, then the error.
+    SumOverflowGrouped,
     /// A SUM whose partial sums may leave i64 part-way, depending on the
     /// order SQLite adds the rows in.
     SumOverflowPartWay,
@@ -81,6 +84,9 @@ impl fmt::Display for Decline {
                 f.write_str("SUM overflow in a group HAVING rejects on group columns")
             }
             Decline::SumOverflowUnderLimit => f.write_str("SUM overflow under LIMIT"),
+            Decline::SumOverflowGrouped => {
+                f.write_str("SUM overflow in a group: SQLite outputs the groups before it")
+            }
             Decline::SumOverflowPartWay => {
                 f.write_str("SUM may overflow part-way, depending on row order")
             }
@@ -130,6 +136,10 @@ mod tests {
                 "SUM overflow in a group HAVING rejects on group columns",
             ),
             (Decline::SumOverflowUnderLimit, "SUM overflow under LIMIT"),
+            (
+                Decline::SumOverflowGrouped,
+                "SUM overflow in a group: SQLite outputs the groups before it",
+            ),
             (
                 Decline::SumOverflowPartWay,
                 "SUM may overflow part-way, depending on row order",

@@ -181,6 +181,13 @@ fn another_process_commit_is_followed_by_its_delta() {
         .wait()
         .unwrap()
         .success());
+    // `pleroma_planes` follows the child's commit before it counts (found
+    // from outside: it showed the rows as of this connection's last query).
+    let plain = rusqlite::Connection::open(&path).unwrap();
+    let n: i64 = plain
+        .query_row("SELECT count(*) FROM ev", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(planes_col(&mut c, "rows"), int(n));
     check_all(&mut c, &path);
     assert_eq!(
         planes_col(&mut c, "rebuilds"),

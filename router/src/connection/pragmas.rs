@@ -101,7 +101,13 @@ impl Connection {
                 self.after_catalog_change(version);
                 Ok(Rows::default())
             }
-            Pragma::Planes => Ok(self.lock().planes_rows()),
+            Pragma::Planes => {
+                // As a plane answer would: first follow what other
+                // connections and processes committed (found from outside:
+                // the counts stayed at the last state this one had seen).
+                self.sync_external()?;
+                Ok(self.lock().planes_rows())
+            }
             Pragma::Explain { sql } => self.explain(&sql),
             Pragma::Route(None) => Ok(Rows {
                 columns: vec!["pleroma_route".into()].into(),

@@ -8,6 +8,18 @@ use std::borrow::Cow;
 use super::*;
 
 impl Connection {
+    /// The plane answered with SQLite's own error (a SUM past i64): the
+    /// route says so, as it does for an answer.
+    fn raised_by_plane(&mut self, table: &str) {
+        self.last_route = Route {
+            kind: RouteKind::Plane,
+            reason: "the plane raised SQLite's error".into(),
+            table: Some(table.to_owned()),
+            plane_cost: None,
+            engine_cost: None,
+        };
+    }
+
     pub(super) fn run_allowed(
         &mut self,
         sql: &str,
@@ -192,9 +204,14 @@ impl Connection {
         let outcome = match &*class {
             Classified::Plan(plan) => {
                 let mut shared = planes::lock(&self.shared);
-                answer_from_cells::answer(&self.db, &mut shared, self.mode, plan, params)?
+                let r = answer_from_cells::answer(&self.db, &mut shared, self.mode, plan, params);
+                drop(shared);
+                r.inspect_err(|_| self.raised_by_plane(&plan.table))?
             }
-            Classified::Join(join) => answer_from_limb::answer(&self.lock(), join, params)?,
+            Classified::Join(join) => {
+                let r = answer_from_limb::answer(&self.lock(), join, params);
+                r.inspect_err(|_| self.raised_by_plane(&join.fact))?
+            }
             Classified::Residue(r) => {
                 let mut shared = planes::lock(&self.shared);
                 match answer_with_residue::answer(&self.db, &mut shared, self.mode, r, params) {

@@ -239,6 +239,10 @@ pub(crate) fn answer(shared: &Planes, plan: &JoinPlan, params: &[Value]) -> Resu
             // it; which ones those are is its business.
             return Ok(Outcome::Declined(Decline::SumOverflowUnderLimit, None));
         }
+        if out.len() > 1 {
+            // As for the cells: the groups before the error are SQLite's.
+            return Ok(Outcome::Declined(Decline::SumOverflowGrouped, None));
+        }
         return Err(integer_overflow());
     }
     // SQLite emits groups in group-key order; an ORDER BY sorts them by its
