@@ -51,6 +51,16 @@ impl CellsImage {
     fn is_empty(&self) -> bool {
         self.count.is_empty()
     }
+    /// Each cell's codes (`nd` of them), count and stats (`m`).
+    fn iter(&self, nd: usize, m: usize) -> impl Iterator<Item = (&[Code], i64, &[Stat])> {
+        self.count.iter().enumerate().map(move |(i, &c)| {
+            (
+                &self.codes[i * nd..(i + 1) * nd],
+                c,
+                &self.stats[i * m..(i + 1) * m],
+            )
+        })
+    }
 }
 
 /// A plane's state, whole or in part (see the module comment).
@@ -127,12 +137,12 @@ impl Image {
         }
         put_u32(&mut w, self.cells.len());
         let (nd, m) = (self.dims.len(), self.foreign.len());
-        for (i, count) in self.cells.count.iter().enumerate() {
-            for &code in &self.cells.codes[i * nd..(i + 1) * nd] {
+        for (codes, count, stats) in self.cells.iter(nd, m) {
+            for &code in codes {
                 w.extend_from_slice(&code.to_le_bytes());
             }
             w.extend_from_slice(&count.to_le_bytes());
-            for s in &self.cells.stats[i * m..(i + 1) * m] {
+            for s in stats {
                 w.extend_from_slice(&s.nn.to_le_bytes());
                 w.extend_from_slice(&s.pos.to_le_bytes());
                 w.extend_from_slice(&s.neg.to_le_bytes());
@@ -351,16 +361,10 @@ impl Plane {
                     (dims[d].len() - 1) as Code
                 })
             }));
-            match now {
-                Some((c, s)) => {
-                    cells.count.push(c);
-                    cells.stats.extend((0..m).map(|j| s.stat(j)));
-                }
-                None => {
-                    cells.count.push(0);
-                    cells.stats.extend((0..m).map(|_| Stat::default()));
-                }
-            }
+            cells.count.push(now.as_ref().map_or(0, |(c, _)| *c));
+            cells.stats.extend(
+                (0..m).map(|j| now.as_ref().map_or_else(Stat::default, |(_, s)| s.stat(j))),
+            );
         }
         Image {
             full: false,
@@ -417,12 +421,10 @@ impl Plane {
         let st = Arc::make_mut(&mut self.state);
         // Codes of the image's values here, adding the new ones.
         let maps = st.codes_of(img.dims.iter().map(Vec::as_slice))?;
-        for (i, &count) in img.cells.count.iter().enumerate() {
-            let stats = &img.cells.stats[i * m..(i + 1) * m];
+        for (codes, count, stats) in img.cells.iter(nd, m) {
             if let Err(why) = crate::cells::check_cell(count, stats, m) {
                 return Err(st.fail(PlaneError::Invariant(format!("persisted image: {why}"))));
             }
-            let codes = &img.cells.codes[i * nd..(i + 1) * nd];
             let key: JointKey = codes.iter().enumerate().fold(0, |k, (d, &code)| {
                 k | st.layout.place(d, maps[d][code as usize])
             });

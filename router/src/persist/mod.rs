@@ -543,7 +543,7 @@ mod tests {
         let small = |n: usize| deltas_outweigh(n, n * 100, 2_000);
         assert!(!small(200));
         assert!(small(300));
-        let (first, _) = (1..1000).map(|n| (n, small(n))).find(|p| p.1).unwrap();
+        let first = (1..1000).find(|&n| small(n)).unwrap();
         assert_eq!(first, CHECKPOINT_FLOOR / (DELTA_WEIGHT + 100) + 1);
         let big = |n: usize| deltas_outweigh(n, n * 100, 6_000_000);
         assert!(!big(10_000));
