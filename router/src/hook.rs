@@ -3,6 +3,8 @@
 //! to answer queries.
 
 use crate::mutation::Mutation;
+use smallvec::SmallVec;
+use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
@@ -67,6 +69,8 @@ fn none<'a>(c: i32) -> rusqlite::Result<ValueRef<'a>> {
 
 /// Feed one row change of `table` to every plane of it; `counted`: whether
 /// it is a row SQLite counts in `changes()` (asked only when a plane took it).
+/// A table with several planes (or limb sides) has each column of the row
+/// read from SQLite once, whichever planes read it.
 fn feed_table<'a, 'b>(
     p: &mut Planes,
     table: &[u8],
@@ -75,19 +79,26 @@ fn feed_table<'a, 'b>(
     old: impl Fn(i32) -> rusqlite::Result<ValueRef<'a>> + Copy,
     new: impl Fn(i32) -> rusqlite::Result<ValueRef<'b>> + Copy,
 ) {
-    let (mut hit, mut dim_side) = (false, false);
-    let mut log = p.undo.recording.then_some(&mut p.undo);
-    for (i, entry) in p.entries.iter_mut().enumerate() {
-        if entry.def.table.as_bytes().eq_ignore_ascii_case(table) {
-            hit = true;
-            dim_side |= matches!(entry.def.role, Role::LimbDim(_));
-            if crate::mutation::active(Mutation::StaleLimb)
-                && matches!(entry.def.role, Role::LimbDim(_))
-            {
-                continue;
-            }
-            feed(entry, i, op, old, new, log.as_deref_mut());
-        }
+    let hits: SmallVec<[usize; 4]> = p
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.def.table.as_bytes().eq_ignore_ascii_case(table))
+        .map(|(i, _)| i)
+        .collect();
+    let (hit, dim_side) = (
+        !hits.is_empty(),
+        hits.iter()
+            .any(|&i| matches!(p.entries[i].def.role, Role::LimbDim(_))),
+    );
+    if hits.len() == 1 {
+        feed_hits(p, &hits, op, old, new);
+    } else if hit {
+        let old_read = RefCell::new(Read::new());
+        let new_read = RefCell::new(Read::new());
+        let old = |c: i32| read_once(&old_read, c, old);
+        let new = |c: i32| read_once(&new_read, c, new);
+        feed_hits(p, &hits, op, old, new);
     }
     if hit {
         p.flags.events += 1;
@@ -98,6 +109,41 @@ fn feed_table<'a, 'b>(
             p.writes += 1;
         }
     }
+}
+
+/// Feed one row change to the planes `hits` (entry indexes).
+fn feed_hits<'a, 'b>(
+    p: &mut Planes,
+    hits: &[usize],
+    op: Op,
+    old: impl Fn(i32) -> rusqlite::Result<ValueRef<'a>> + Copy,
+    new: impl Fn(i32) -> rusqlite::Result<ValueRef<'b>> + Copy,
+) {
+    let mut log = p.undo.recording.then_some(&mut p.undo);
+    for &i in hits {
+        let entry = &mut p.entries[i];
+        if crate::mutation::active(Mutation::StaleLimb) && matches!(entry.def.role, Role::LimbDim(_)) {
+            continue;
+        }
+        feed(entry, i, op, old, new, log.as_deref_mut());
+    }
+}
+
+/// The columns of one row image read so far, by index.
+type Read<'a> = SmallVec<[(i32, ValueRef<'a>); 16]>;
+
+/// Column `c` of a row image: as read before, or read now and kept.
+fn read_once<'a>(
+    read: &RefCell<Read<'a>>,
+    c: i32,
+    get: impl Fn(i32) -> rusqlite::Result<ValueRef<'a>>,
+) -> rusqlite::Result<ValueRef<'a>> {
+    if let Some(&(_, v)) = read.borrow().iter().find(|(k, _)| *k == c) {
+        return Ok(v);
+    }
+    let v = get(c)?;
+    read.borrow_mut().push((c, v));
+    Ok(v)
 }
 
 /// Apply one row change to one plane.

@@ -98,6 +98,7 @@ mutations! {
     LookupCountPerKey = "lookup_count_per_key",
     ResidueBlobAffinityLost = "residue_blob_affinity_lost",
     BucketEdgeUnchecked = "bucket_edge_unchecked",
+    WrongPlane = "wrong_plane",
 }
 
 #[cfg(feature = "mutations")]
@@ -241,6 +242,10 @@ pub const ROUTER_MUTATIONS: &[&str] = &[
     // its bounds start buckets: `a >= month start + 1` counts the bucket's
     // first second (caught by class E's off-edge ranges, class Any).
     "bucket_edge_unchecked",
+    // A plan made for one plane of a table answered from another: its
+    // first, whichever the classifier chose (caught by the suite's second,
+    // smaller plane on `t`, whose dimensions come in another order).
+    "wrong_plane",
 ];
 
 /// Mutations of persisted planes that need a plain SQLite writer on a table

@@ -70,6 +70,9 @@ pub(crate) struct Planes {
     /// from its own values: the hook leaves that table's depth-0 INSERT
     /// events to it (`connection/append.rs`).
     pub(crate) appending: Option<String>,
+    /// While the classifier tries a table's planes in turn (`classify`):
+    /// which of them, smallest first, [`Planes::find`] gives.
+    pub(crate) rank: std::cell::Cell<usize>,
 }
 
 /// One snapshot per plane, in `entries` order.
@@ -82,19 +85,69 @@ impl Planes {
     pub fn add(&mut self, e: PlaneEntry) {
         self.entries.push(e);
     }
-    /// Remove a table's plane and the limbs whose fact table it is.
-    pub fn remove(&mut self, table: &str) {
+    /// Remove a table's own plane and the limbs whose fact table it is
+    /// (they are made from that plane); its named planes stay.
+    pub fn remove_own(&mut self, table: &str) {
         self.entries.retain(|e| match e.def.limb() {
-            None => !e.def.table.eq_ignore_ascii_case(table),
+            None => !(e.def.table.eq_ignore_ascii_case(table) && e.def.name.is_none()),
             Some(l) => !l.fact.eq_ignore_ascii_case(table),
         });
         self.bump_writes();
     }
-    /// The plane of a table (not a limb side).
+    /// Remove one named plane of a table (its limbs are the table's own
+    /// plane's, and stay).
+    pub fn remove_named(&mut self, table: &str, name: &str) {
+        self.entries.retain(|e| {
+            !(e.def.role == Role::Plane
+                && e.def.table.eq_ignore_ascii_case(table)
+                && e.def.is_named(Some(name)))
+        });
+        self.bump_writes();
+    }
+    /// The plane of a table (not a limb side) that the classifier tries
+    /// now: of several, the `rank`-th smallest (by occupied cells; the
+    /// largest past the last), so that a statement goes to the smallest
+    /// plane that serves it.
     pub fn find(&self, table: &str) -> Option<usize> {
+        let rank = self.rank.get();
+        let mut of = self.planes_of(table);
+        if of.len() > 1 {
+            of.sort_by_key(|&i| (self.entries[i].plane.cells(), i));
+        }
+        of.get(rank).or(of.last()).copied()
+    }
+    /// The planes of a table (not limb sides), in `entries` order.
+    pub fn planes_of(&self, table: &str) -> SmallVec<[usize; 4]> {
         self.entries
             .iter()
-            .position(|e| e.def.role == Role::Plane && e.def.table.eq_ignore_ascii_case(table))
+            .enumerate()
+            .filter(|(_, e)| e.def.role == Role::Plane && e.def.table.eq_ignore_ascii_case(table))
+            .map(|(i, _)| i)
+            .collect()
+    }
+    /// The plane `name` of a table (`None`: the table's own plane).
+    pub fn find_named(&self, table: &str, name: Option<&str>) -> Option<usize> {
+        self.entries.iter().position(|e| {
+            e.def.role == Role::Plane && e.def.table.eq_ignore_ascii_case(table) && e.def.is_named(name)
+        })
+    }
+    /// The plane a plan was made for. (Mutation `wrong_plane`: the table's
+    /// first plane, whichever the plan was made for.)
+    pub fn find_plan(&self, table: &str, name: Option<&str>) -> Option<usize> {
+        if crate::mutation::active(crate::mutation::Mutation::WrongPlane) {
+            return self.planes_of(table).first().copied();
+        }
+        self.find_named(table, name)
+    }
+    /// The most planes any one table has.
+    pub fn most_per_table(&self) -> usize {
+        let mut most = 0;
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.def.role == Role::Plane && e.def.name.is_some() {
+                most = most.max(self.planes_of(&self.entries[i].def.table).len());
+            }
+        }
+        most.max(1)
     }
     /// The two sides of the limb of `fact` joined on `fact_key`.
     pub fn find_limb(&self, fact: &str, fact_key: &str) -> Option<(usize, usize)> {
@@ -130,8 +183,13 @@ impl Planes {
     pub fn entries_mut(&mut self) -> &mut [PlaneEntry] {
         &mut self.entries
     }
-    pub fn count(&mut self, table: &str, served: bool) {
-        if let Some(i) = self.find(table) {
+    /// Count a statement served or declined on the plane `name` of `table`
+    /// (`None`: the table's own, or its first).
+    pub fn count(&mut self, table: &str, name: Option<&str>, served: bool) {
+        let i = self
+            .find_named(table, name)
+            .or_else(|| self.planes_of(table).first().copied());
+        if let Some(i) = i {
             let e = &mut self.entries[i];
             if served {
                 e.stats.served += 1;
@@ -211,6 +269,7 @@ impl Planes {
             "rebuilds",
             "rebuild_ms",
             "last_rebuild",
+            "plane",
         ];
         let rows = self
             .entries
@@ -269,6 +328,10 @@ impl Planes {
                         .last_rebuild
                         .map(|r| Value::Text(r.reason().into()))
                         .unwrap_or(Value::Null),
+                    match &e.def.role {
+                        Role::Plane => Value::Text(e.def.plane_name().to_owned()),
+                        _ => Value::Null,
+                    },
                 ]
             })
             .collect();
@@ -358,6 +421,25 @@ pub(crate) fn rebuild_one(
     let ours = |e: &PlaneEntry| match e.def.limb() {
         None => e.def.table.eq_ignore_ascii_case(table),
         Some(l) => l.fact.eq_ignore_ascii_case(table),
+    };
+    for e in shared.entries_mut().iter_mut().filter(|e| ours(e)) {
+        rebuild_entry(db, e, why);
+    }
+    shared.bump_writes();
+}
+
+/// One plane of `table` (`name` `None`: its own, with the limbs made from
+/// it), from the table.
+pub(crate) fn rebuild_plane(
+    db: &rusqlite::Connection,
+    shared: &mut Planes,
+    table: &str,
+    name: Option<&str>,
+    why: Rebuild,
+) {
+    let ours = |e: &PlaneEntry| match e.def.limb() {
+        None => e.def.table.eq_ignore_ascii_case(table) && e.def.is_named(name),
+        Some(l) => name.is_none() && l.fact.eq_ignore_ascii_case(table),
     };
     for e in shared.entries_mut().iter_mut().filter(|e| ours(e)) {
         rebuild_entry(db, e, why);

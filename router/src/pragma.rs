@@ -2,9 +2,10 @@
 //! several arguments, so this small grammar is ours:
 //!
 //! ```text
-//! PRAGMA pleroma_attach('table', 'dim, dim, ...', 'measure, ...')
+//! PRAGMA pleroma_attach('table', 'dim, dim, ...' [, 'measure, ...' [, 'plane']])
 //! PRAGMA pleroma_limb('fact', 'fact_key', 'dim', 'dim_key')
-//! PRAGMA pleroma_detach('table')      PRAGMA pleroma_rebuild('table')
+//! PRAGMA pleroma_detach('table' [, 'plane'])
+//! PRAGMA pleroma_rebuild('table' [, 'plane'])
 //! PRAGMA pleroma_planes               PRAGMA pleroma_explain('<select>')
 //! PRAGMA pleroma_route [= auto | engine | plane]
 //! PRAGMA pleroma_persist [= on | off]
@@ -19,9 +20,13 @@ pub(crate) enum Pragma {
         table: String,
         dims: Vec<String>,
         measures: Vec<String>,
+        /// The plane's name (`None`: the table's own plane, named after it).
+        name: Option<String>,
     },
+    /// `plane` `None`: every plane of the table (and its limbs).
     Detach {
         table: String,
+        plane: Option<String>,
     },
     Limb {
         fact: String,
@@ -31,6 +36,7 @@ pub(crate) enum Pragma {
     },
     Rebuild {
         table: String,
+        plane: Option<String>,
     },
     Planes,
     Explain {
@@ -79,14 +85,16 @@ fn parse_named(name: &str, tail: &str) -> Result<Pragma, String> {
     match name {
         "pleroma_attach" => {
             let args = args(name, tail)?;
-            if args.len() != 3 {
+            if !(2..=4).contains(&args.len()) {
                 return Err(format!(
-                    "{name}: expected 3 arguments ('table', 'dimensions', 'measures'), got {}",
+                    "{name}: expected 2 to 4 arguments ('table', 'dimensions', 'measures', 'plane name'), got {}",
                     args.len()
                 ));
             }
             let table = nonempty(name, "table", &args[0])?;
-            Ok(Pragma::Attach { table, dims: list(&args[1]), measures: list(&args[2]) })
+            let measures = args.get(2).map(|m| list(m)).unwrap_or_default();
+            let name = args.get(3).map(|n| nonempty(name, "plane name", n)).transpose()?;
+            Ok(Pragma::Attach { table, dims: list(&args[1]), measures, name })
         }
         "pleroma_limb" => {
             let a = args(name, tail)?;
@@ -105,11 +113,19 @@ fn parse_named(name: &str, tail: &str) -> Result<Pragma, String> {
         }
         "pleroma_detach" | "pleroma_rebuild" => {
             let args = args(name, tail)?;
-            if args.len() != 1 {
-                return Err(format!("{name}: expected 1 argument ('table'), got {}", args.len()));
+            if !(1..=2).contains(&args.len()) {
+                return Err(format!(
+                    "{name}: expected 1 or 2 arguments ('table', 'plane name'), got {}",
+                    args.len()
+                ));
             }
             let table = nonempty(name, "table", &args[0])?;
-            Ok(if name == "pleroma_detach" { Pragma::Detach { table } } else { Pragma::Rebuild { table } })
+            let plane = args.get(1).map(|n| nonempty(name, "plane name", n)).transpose()?;
+            Ok(if name == "pleroma_detach" {
+                Pragma::Detach { table, plane }
+            } else {
+                Pragma::Rebuild { table, plane }
+            })
         }
         "pleroma_planes" => {
             if !tail.is_empty() {
@@ -275,8 +291,21 @@ mod tests {
             Pragma::Attach {
                 table: "t".into(),
                 dims: vec!["a".into(), "b".into(), "c".into()],
-                measures: vec!["m".into()]
+                measures: vec!["m".into()],
+                name: None,
             }
+        );
+        // The two-argument form (no measures) and the named form.
+        let p = parse("PRAGMA pleroma_attach('t', 'a')").unwrap().unwrap();
+        assert!(matches!(p, Pragma::Attach { measures, name: None, .. } if measures.is_empty()));
+        let p = parse("PRAGMA pleroma_attach('t', 'a, b', 'm', ' by_ab ')")
+            .unwrap()
+            .unwrap();
+        assert!(matches!(p, Pragma::Attach { name: Some(n), .. } if n == "by_ab"));
+        let p = parse("PRAGMA pleroma_detach('t', 'by_ab')").unwrap().unwrap();
+        assert_eq!(
+            p,
+            Pragma::Detach { table: "t".into(), plane: Some("by_ab".into()) }
         );
     }
 
@@ -286,7 +315,7 @@ mod tests {
             parse("PRAGMA pleroma_detach(/* which */ 't' -- ,'u'\n)")
                 .unwrap()
                 .unwrap(),
-            Pragma::Detach { table: "t".into() }
+            Pragma::Detach { table: "t".into(), plane: None }
         );
         let e = parse("PRAGMA pleroma_detach('t' 'u')")
             .unwrap()
@@ -312,10 +341,12 @@ mod tests {
 
     #[test]
     fn malformed_arguments_name_the_problem() {
-        let e = parse("PRAGMA pleroma_attach('t', 'a')")
+        let e = parse("PRAGMA pleroma_attach('t')").unwrap().unwrap_err();
+        assert!(e.contains("expected 2 to 4 arguments"), "{e}");
+        let e = parse("PRAGMA pleroma_attach('t', 'a', 'm', '')")
             .unwrap()
             .unwrap_err();
-        assert!(e.contains("expected 3 arguments"), "{e}");
+        assert!(e.contains("plane name argument is empty"), "{e}");
         let e = parse("PRAGMA pleroma_attach(t, 'a', 'b')")
             .unwrap()
             .unwrap_err();

@@ -15,8 +15,11 @@ pub(crate) mod expr;
 
 pub(crate) use build::*;
 
-/// The catalog table; one row per attached plane.
+/// The catalog table; one row per table's own plane (the one named after
+/// its table, which `pleroma_attach` with three arguments makes).
 pub(crate) const CATALOG: &str = "pleroma_catalog";
+/// The named planes (`pleroma_attach`'s fourth argument): one row each.
+const NAMED: &str = "pleroma_catalog_named";
 /// The limb catalog; one row per join limb.
 const LIMBS: &str = "pleroma_limbs";
 
@@ -24,6 +27,9 @@ const LIMBS: &str = "pleroma_limbs";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct PlaneDef {
     pub table: String,
+    /// A named plane's name; `None` for the table's own plane (whose name
+    /// is its table's). Never equal to the table's name.
+    pub name: Option<String>,
     /// Each dimension's name: a column, or an expression dimension's alias.
     pub dims: Vec<String>,
     /// Per dimension: `Some` for an expression dimension (`EXPR AS name`).
@@ -341,11 +347,27 @@ impl PlaneDef {
     pub fn plane(table: String, dims: Vec<String>, measures: Vec<String>) -> PlaneDef {
         PlaneDef {
             table,
+            name: None,
             exprs: vec![None; dims.len()],
             dims,
             measures,
             cap: 1024,
             role: Role::Plane,
+        }
+    }
+
+    /// The plane's name: its own, or its table's.
+    pub fn plane_name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.table)
+    }
+
+    /// Whether this is the plane `name` of its table (`None`: the table's
+    /// own plane), names compared as SQLite compares identifiers.
+    pub fn is_named(&self, name: Option<&str>) -> bool {
+        match (name, &self.name) {
+            (None, None) => true,
+            (Some(n), Some(m)) => n.eq_ignore_ascii_case(m),
+            _ => false,
         }
     }
 
@@ -473,6 +495,7 @@ pub(crate) fn limb_defs(
     );
     let fact_side = PlaneDef {
         table: fact_plane.table.clone(),
+        name: None,
         exprs: vec![None; fact_dims.len()],
         dims: fact_dims,
         measures: fact_plane.measures.clone(),
@@ -499,6 +522,7 @@ pub(crate) fn limb_defs(
     }
     let dim_side = PlaneDef {
         table: dim_name,
+        name: None,
         exprs: vec![None],
         dims: vec![dk.name.clone()],
         measures: dim_measures,
@@ -550,15 +574,29 @@ pub(crate) fn remove_limbs(db: &rusqlite::Connection, fact: &str) -> rusqlite::R
 
 pub(crate) use crate::tokenize::quote;
 
-/// Record a definition in the catalog table.
+/// Record a definition in the catalog: a table's own plane in
+/// [`CATALOG`], a named one in [`NAMED`]. Ends with a one-row write.
 pub(crate) fn store(db: &rusqlite::Connection, def: &PlaneDef) -> rusqlite::Result<()> {
     crate::user_counters::schema_statement(db, &format!(
         "CREATE TABLE IF NOT EXISTS main.{CATALOG}(tbl TEXT PRIMARY KEY, dims TEXT NOT NULL, measures TEXT NOT NULL)"
     ))?;
-    db.execute(
-        &format!("INSERT OR REPLACE INTO main.{CATALOG}(tbl, dims, measures) VALUES (?1, ?2, ?3)"),
-        [&def.table, &dims_text(def), &def.measures.join(",")],
-    )?;
+    let (dims, measures) = (dims_text(def), def.measures.join(","));
+    match &def.name {
+        None => db.execute(
+            &format!("INSERT OR REPLACE INTO main.{CATALOG}(tbl, dims, measures) VALUES (?1, ?2, ?3)"),
+            [&def.table, &dims, &measures],
+        )?,
+        Some(name) => {
+            crate::user_counters::schema_statement(db, &format!(
+                "CREATE TABLE IF NOT EXISTS main.{NAMED}(tbl TEXT NOT NULL, name TEXT NOT NULL COLLATE NOCASE, \
+                 dims TEXT NOT NULL, measures TEXT NOT NULL, PRIMARY KEY(tbl, name))"
+            ))?;
+            db.execute(
+                &format!("INSERT OR REPLACE INTO main.{NAMED}(tbl, name, dims, measures) VALUES (?1, ?2, ?3, ?4)"),
+                [&def.table, name, &dims, &measures],
+            )?
+        }
+    };
     Ok(())
 }
 
@@ -615,34 +653,52 @@ fn def_of_row(db: &rusqlite::Connection, table: String, dims: &str, measures: &s
     def
 }
 
-pub(crate) fn remove(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<()> {
-    db.execute(
-        &format!("DELETE FROM main.{CATALOG} WHERE tbl = ?1"),
-        [table],
-    )?;
+/// Forget one plane of `table` (`name` `None`: the table's own). Deletes
+/// one row.
+pub(crate) fn remove(
+    db: &rusqlite::Connection,
+    table: &str,
+    name: Option<&str>,
+) -> rusqlite::Result<()> {
+    match name {
+        None => db.execute(
+            &format!("DELETE FROM main.{CATALOG} WHERE tbl = ?1"),
+            [table],
+        )?,
+        Some(n) => db.execute(
+            &format!("DELETE FROM main.{NAMED} WHERE tbl = ?1 AND name = ?2"),
+            [table, n],
+        )?,
+    };
     Ok(())
 }
 
-/// The definitions recorded in the database.
+/// The definitions recorded in the database: by table, each table's own
+/// plane before its named ones (by name).
 pub(crate) fn load(db: &rusqlite::Connection) -> rusqlite::Result<Vec<PlaneDef>> {
-    if canonical_table(db, CATALOG)?.is_none() {
-        return Ok(Vec::new());
+    let mut rows: Vec<(String, Option<String>, String, String)> = Vec::new();
+    if canonical_table(db, CATALOG)?.is_some() {
+        let mut stmt = db.prepare_cached(&format!(
+            "SELECT tbl, NULL, dims, measures FROM main.{CATALOG}"
+        ))?;
+        let it = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+        rows.extend(it.collect::<rusqlite::Result<Vec<_>>>()?);
     }
-    let mut stmt = db.prepare_cached(&format!(
-        "SELECT tbl, dims, measures FROM main.{CATALOG} ORDER BY tbl"
-    ))?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-            ))
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    if canonical_table(db, NAMED)?.is_some() {
+        let mut stmt = db.prepare_cached(&format!(
+            "SELECT tbl, name, dims, measures FROM main.{NAMED}"
+        ))?;
+        let it = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+        rows.extend(it.collect::<rusqlite::Result<Vec<_>>>()?);
+    }
+    rows.sort_by(|a, b| (&a.0, a.1.is_some(), &a.1).cmp(&(&b.0, b.1.is_some(), &b.1)));
     Ok(rows
         .into_iter()
-        .map(|(t, d, m)| def_of_row(db, t, &d, &m))
+        .map(|(t, n, d, m)| {
+            let mut def = def_of_row(db, t, &d, &m);
+            def.name = n;
+            def
+        })
         .collect())
 }
 
@@ -747,7 +803,8 @@ pub(crate) fn load_defs(db: &rusqlite::Connection) -> rusqlite::Result<Vec<Plane
     let defs = load(db)?;
     let mut out = defs.clone();
     for l in load_limbs(db)? {
-        let Some(fact) = defs.iter().find(|d| d.table == l.fact) else {
+        // A limb is made from its fact table's own plane.
+        let Some(fact) = defs.iter().find(|d| d.table == l.fact && d.name.is_none()) else {
             continue;
         };
         // A limb whose tables or columns went away stays out of the way:

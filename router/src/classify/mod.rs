@@ -114,9 +114,36 @@ pub(crate) fn classify(
     let [Statement::Query(q)] = stmts.as_slice() else {
         return Classified::Declined("not a single SELECT".into());
     };
-    let reason = match plan(shared, q, columns.clone(), param_count) {
+    // A table with several planes: each is tried, smallest first, and the
+    // first that serves the statement answers it; declined by all, the
+    // smallest one's reason is given.
+    let mut first = None;
+    for rank in 0..shared.most_per_table() {
+        shared.rank.set(rank);
+        let c = classify_query(db, shared, sql, q, &columns, param_count);
+        if !matches!(c, Classified::Declined(_)) {
+            shared.rank.set(0);
+            return c;
+        }
+        first.get_or_insert(c);
+    }
+    shared.rank.set(0);
+    first.expect("one rank at least")
+}
+
+/// `classify` of the parsed SELECT `q`, with the planes [`Planes::find`]
+/// gives now.
+fn classify_query(
+    db: &rusqlite::Connection,
+    shared: &Planes,
+    sql: &str,
+    q: &sqlparser::ast::Query,
+    columns: &[String],
+    param_count: usize,
+) -> Classified {
+    let reason = match plan(shared, q, columns.to_vec(), param_count) {
         Ok(Some(p)) => return Classified::Plan(Box::new(p)),
-        Ok(None) => match join_plan(shared, q, columns.clone(), param_count) {
+        Ok(None) => match join_plan(shared, q, columns.to_vec(), param_count) {
             Ok(j) => return Classified::Join(Box::new(j)),
             Err(reason) => reason,
         },
@@ -125,7 +152,7 @@ pub(crate) fn classify(
     // What the cells answer directly they answer; the rest may still have an
     // aggregate core, with SQLite evaluating around it.
     let lookup = |schema: Option<&str>, table: &str| lookup_table(db, schema, table);
-    match crate::residue::plan(shared, sql, q, columns, param_count, &lookup) {
+    match crate::residue::plan(shared, sql, q, columns.to_vec(), param_count, &lookup) {
         Ok(r) => Classified::Residue(Box::new(r)),
         Err(Decline::NoCore) => Classified::Declined(reason.into()),
         Err(r) => Classified::Declined(r),

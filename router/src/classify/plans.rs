@@ -219,6 +219,8 @@ pub(crate) struct OrderTerm {
 pub(crate) struct Plan {
     /// The planed table (its own spelling).
     pub table: String,
+    /// Which of its planes (`None`: the table's own).
+    pub plane: Option<String>,
     pub class: Class,
     pub filter: Option<PExpr>,
     /// Dimension indexes.

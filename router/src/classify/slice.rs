@@ -35,6 +35,7 @@ pub(super) fn plan(
     let (table_idx, alias) = table_of(shared, sel)?;
     // Out of service is checked at each answer, not here: the plan is cached.
     let entry = shared.entry(table_idx);
+    let plane = entry.def.name.clone();
     let mut b = Builder {
         table: entry.def.table.clone(),
         alias,
@@ -183,6 +184,7 @@ pub(super) fn plan(
     };
     Ok(Some(Plan {
         table: b.table,
+        plane,
         class,
         filter,
         group_by: b.group_by,

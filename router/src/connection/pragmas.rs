@@ -11,15 +11,29 @@ impl Connection {
                 table,
                 dims,
                 measures,
+                name,
             } => {
                 self.require_no_txn("pleroma_attach")?;
-                let def = catalog::validate_def(&self.db, &table, &dims, &measures)
+                let mut def = catalog::validate_def(&self.db, &table, &dims, &measures)
                     .map_err(Error::Pragma)?;
-                if self.lock().find(&def.table).is_some() {
+                if let Some(n) = name.as_deref().filter(|n| n.chars().any(char::is_control)) {
                     return Err(Error::Pragma(format!(
-                        "pleroma_attach: table {} already has a plane",
-                        def.table
+                        "pleroma_attach: plane name {n:?} holds a control character"
                     )));
+                }
+                // A plane named after its table is the table's own plane.
+                def.name = name.filter(|n| !n.eq_ignore_ascii_case(&def.table));
+                if self.lock().find_named(&def.table, def.name.as_deref()).is_some() {
+                    return Err(Error::Pragma(match &def.name {
+                        None => format!(
+                            "pleroma_attach: table {} already has a plane; name another one with a fourth argument",
+                            def.table
+                        ),
+                        Some(n) => format!(
+                            "pleroma_attach: table {} already has a plane named {n}",
+                            def.table
+                        ),
+                    }));
                 }
                 let version = self.read_data_version()?;
                 let entry = catalog::build_entry(&self.db, def.clone());
@@ -42,9 +56,10 @@ impl Connection {
                 self.require_no_txn("pleroma_limb")?;
                 let fact_def = {
                     let shared = self.lock();
-                    let i = shared.find(&fact).ok_or_else(|| {
+                    // A limb is made from the fact table's own plane.
+                    let i = shared.find_named(&fact, None).ok_or_else(|| {
                         Error::Pragma(format!(
-                            "pleroma_limb: table {fact} has no plane; PRAGMA pleroma_attach it first"
+                            "pleroma_limb: table {fact} has no plane of its own; PRAGMA pleroma_attach it first (three arguments)"
                         ))
                     })?;
                     shared.entry(i).def.clone()
@@ -78,25 +93,63 @@ impl Connection {
                 self.after_catalog_change(version);
                 Ok(Rows::default())
             }
-            Pragma::Detach { table } => {
+            Pragma::Detach { table, plane } => {
                 self.require_no_txn("pleroma_detach")?;
                 let name = self.known_table(&table, "pleroma_detach")?;
-                // The one-row catalog delete goes last (see `UserCounters`).
+                let plane = self.known_plane(&name, plane, "pleroma_detach")?;
+                // The planes it removes, named ones first; each catalog
+                // delete is one row, and one goes last (see `UserCounters`).
+                let mut gone: Vec<Option<String>> = {
+                    let shared = self.lock();
+                    shared
+                        .planes_of(&name)
+                        .into_iter()
+                        .map(|i| shared.entry(i).def.name.clone())
+                        .filter(|n| plane.as_ref().is_none_or(|p| p == n))
+                        .collect()
+                };
+                gone.sort_by_key(Option::is_none);
+                let last_plane = gone.len() == self.lock().planes_of(&name).len();
                 self.user_counters.hidden(&self.db, || {
-                    persist::drop_guard(&self.db, &name)?;
-                    catalog::remove_limbs(&self.db, &name)?;
-                    catalog::remove(&self.db, &name)
+                    // A guard stays while a plane of its table does; the
+                    // next state row makes it again over the columns of
+                    // the planes left.
+                    if last_plane {
+                        persist::drop_guard(&self.db, &name)?;
+                    }
+                    // Limbs are the table's own plane's.
+                    if gone.contains(&None) {
+                        catalog::remove_limbs(&self.db, &name)?;
+                    }
+                    for n in &gone {
+                        catalog::remove(&self.db, &name, n.as_deref())?;
+                    }
+                    Ok(())
                 })?;
-                self.lock().remove(&name);
+                {
+                    let mut shared = self.lock();
+                    for n in &gone {
+                        match n {
+                            Some(n) => shared.remove_named(&name, n),
+                            None => shared.remove_own(&name),
+                        }
+                    }
+                }
                 self.forget_plans();
                 Ok(Rows::default())
             }
-            Pragma::Rebuild { table } => {
+            Pragma::Rebuild { table, plane } => {
                 self.require_no_txn("pleroma_rebuild")?;
                 let name = self.known_table(&table, "pleroma_rebuild")?;
+                let plane = self.known_plane(&name, plane, "pleroma_rebuild")?;
                 let version = self.read_data_version()?;
                 let mut shared = planes::lock(&self.shared);
-                planes::rebuild_one(&self.db, &mut shared, &name, Rebuild::Requested);
+                match plane {
+                    None => planes::rebuild_one(&self.db, &mut shared, &name, Rebuild::Requested),
+                    Some(p) => {
+                        planes::rebuild_plane(&self.db, &mut shared, &name, p.as_deref(), Rebuild::Requested)
+                    }
+                }
                 drop(shared);
                 self.after_catalog_change(version);
                 Ok(Rows::default())
@@ -189,8 +242,32 @@ impl Connection {
     pub(super) fn known_table(&self, table: &str, what: &str) -> Result<String> {
         let shared = self.lock();
         shared
-            .find(table)
-            .map(|i| shared.entry(i).def.table.clone())
+            .planes_of(table)
+            .first()
+            .map(|&i| shared.entry(i).def.table.clone())
             .ok_or_else(|| Error::Pragma(format!("{what}: table {table} has no plane")))
+    }
+
+    /// The plane `plane` names on `table` (which has planes): `None` for
+    /// every plane of the table, `Some(None)` for the table's own (named
+    /// after it), `Some(Some(name))` for a named one.
+    fn known_plane(
+        &self,
+        table: &str,
+        plane: Option<String>,
+        what: &str,
+    ) -> Result<Option<Option<String>>> {
+        let Some(p) = plane else {
+            return Ok(None);
+        };
+        let name = (!p.eq_ignore_ascii_case(table)).then_some(p);
+        let shared = self.lock();
+        match shared.find_named(table, name.as_deref()) {
+            Some(i) => Ok(Some(shared.entry(i).def.name.clone())),
+            None => Err(Error::Pragma(format!(
+                "{what}: table {table} has no plane named {}",
+                name.as_deref().unwrap_or(table)
+            ))),
+        }
     }
 }

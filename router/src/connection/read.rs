@@ -146,18 +146,18 @@ impl Connection {
                 c
             }
         };
-        let table = match &*class {
+        let (table, plane) = match &*class {
             Classified::NotSelect => {
                 self.set_engine_route("not a read-only SELECT");
                 return Ok(Attempt::Other);
             }
             Classified::Declined(reason) => return self.decline(reason.clone(), None),
-            Classified::Plan(plan) => &plan.table,
-            Classified::Join(join) => &join.fact,
-            Classified::Residue(r) => &r.table,
+            Classified::Plan(plan) => (&plan.table, plan.plane.as_deref()),
+            Classified::Join(join) => (&join.fact, None),
+            Classified::Residue(r) => (&r.table, r.plane.as_deref()),
         };
         if self.mode == RouteMode::Engine && !crate::mutation::active(Mutation::EngineRouteServes) {
-            return self.decline("pleroma_route = engine", Some(table));
+            return self.decline_on("pleroma_route = engine", table, plane);
         }
         let epoch = self.plans_epoch;
         let current = match synced {
@@ -165,9 +165,10 @@ impl Connection {
             None => self.sync_external()?,
         };
         if !current {
-            return self.decline(
+            return self.decline_on(
                 "another connection's commit is being published",
-                Some(table),
+                table,
+                plane,
             );
         }
         if self.plans_epoch != epoch {
@@ -239,7 +240,7 @@ impl Connection {
         match outcome {
             Outcome::Served(rows, route) => {
                 self.counters.served += 1;
-                self.lock().count(table, true);
+                self.lock().count(table, plane, true);
                 self.last_route = route;
                 // A residue may read other tables and `'now'`, which the
                 // planes' write counter does not follow: not memoized.
@@ -255,7 +256,7 @@ impl Connection {
                 Ok(Attempt::Served(rows))
             }
             Outcome::Declined(reason, route) => {
-                let r = self.decline(reason, Some(table));
+                let r = self.decline_on(reason, table, plane);
                 if let Some(route) = route {
                     self.last_route.plane_cost = route.plane_cost;
                     self.last_route.engine_cost = route.engine_cost;
@@ -283,11 +284,24 @@ impl Connection {
         self.unhalted = None;
     }
 
+    /// Declined for the plane `plane` of `table` (`None`: its own).
+    fn decline_on(
+        &mut self,
+        reason: impl Into<Decline>,
+        table: &str,
+        plane: Option<&str>,
+    ) -> Result<Attempt> {
+        self.decline(reason, Some((table, plane)))
+    }
+
+    /// Declined, counted on the plane `at` (a table and its plane's name)
+    /// when a plan was made for one.
     pub(super) fn decline(
         &mut self,
         reason: impl Into<Decline>,
-        table: Option<&str>,
+        at: Option<(&str, Option<&str>)>,
     ) -> Result<Attempt> {
+        let table = at.map(|(t, _)| t);
         let reason = reason.into();
         if self.mode == RouteMode::Plane {
             return Err(Error::NotServed(reason));
@@ -300,8 +314,8 @@ impl Connection {
                 self.counters.declined.insert(reason.to_owned(), 1);
             }
         }
-        if let Some(t) = table {
-            self.lock().count(t, false);
+        if let Some((t, plane)) = at {
+            self.lock().count(t, plane, false);
         }
         self.set_engine_route(reason);
         self.last_route.table = table.map(str::to_owned);
@@ -325,6 +339,13 @@ impl Connection {
         let class = {
             let shared = self.lock();
             classify::classify(&self.db, &shared, sql, false)
+        };
+        // The plane a served statement is answered from, by name.
+        let plane = match &class {
+            Classified::Plan(p) => Some(p.plane.as_deref().unwrap_or(&p.table).to_owned()),
+            Classified::Residue(r) => Some(r.plane.as_deref().unwrap_or(&r.table).to_owned()),
+            Classified::Join(j) => Some(j.fact.clone()),
+            _ => None,
         };
         let (route, reason, plane_cost, engine_cost) = match &class {
             Classified::NotSelect => ("engine", "not a SELECT".to_owned(), None, None),
@@ -359,6 +380,7 @@ impl Connection {
                 "reason".into(),
                 "plane_cost".into(),
                 "engine_cost".into(),
+                "plane".into(),
             ]
             .into(),
             rows: vec![vec![
@@ -366,6 +388,10 @@ impl Connection {
                 Value::Text(reason),
                 f(plane_cost),
                 f(engine_cost),
+                match plane {
+                    Some(p) if route == "plane" => Value::Text(p),
+                    _ => Value::Null,
+                },
             ]]
             .into(),
         })

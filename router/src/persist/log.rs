@@ -11,7 +11,12 @@ pub(super) const BODY_MAGIC: &[u8; 4] = b"PLS2";
 /// The key of a definition in a state row.
 pub(super) fn entry_key(def: &PlaneDef) -> String {
     let role = match &def.role {
-        Role::Plane => "plane".to_owned(),
+        // A named plane's key names it; the table's own keeps the key it
+        // had before planes had names.
+        Role::Plane => match &def.name {
+            None => "plane".to_owned(),
+            Some(n) => format!("plane {n}"),
+        },
         Role::LimbFact(l) => format!(
             "limb-fact {} {} {} {}",
             l.fact, l.fact_key, l.dim, l.dim_key

@@ -51,6 +51,8 @@ pub(crate) const CORE: &str = "pleroma$core";
 #[derive(Debug)]
 pub(crate) struct ResiduePlan {
     pub table: String,
+    /// Which of its planes answers the core (`None`: the table's own).
+    pub plane: Option<String>,
     /// Dimensions the core groups by (plane indexes, ascending).
     pub dims: Vec<usize>,
     /// Affinity of each of `dims`.
@@ -180,6 +182,7 @@ pub(crate) fn plan(
     );
     Ok(ResiduePlan {
         table: entry.def.table.clone(),
+        plane: entry.def.name.clone(),
         dims,
         dim_aff,
         measures,

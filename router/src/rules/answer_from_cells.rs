@@ -46,7 +46,7 @@ pub(crate) fn answer(
             None,
         ));
     }
-    let Some(i) = shared.find(&plan.table) else {
+    let Some(i) = shared.find_plan(&plan.table, plan.plane.as_deref()) else {
         return Ok(Outcome::Declined(
             format!("no plane on table {}", plan.table).into(),
             None,
@@ -578,7 +578,9 @@ fn estimate_cells(plane: &Plane, p: &Pred) -> f64 {
 
 /// Estimated costs for `PRAGMA pleroma_explain`: (cells, rows).
 pub(crate) fn estimate(shared: &Planes, plan: &Plan) -> R<(f64, f64)> {
-    let i = shared.find(&plan.table).ok_or("no plane")?;
+    let i = shared
+        .find_plan(&plan.table, plan.plane.as_deref())
+        .ok_or("no plane")?;
     let e = shared.entry(i);
     if let Some(r) = e.out_of_service() {
         return Err(format!("plane on {} is out of service: {r}", plan.table));

@@ -34,7 +34,7 @@ pub(crate) fn core_json(
     mode: RouteMode,
     plan: &ResiduePlan,
 ) -> Result<Core> {
-    let Some(i) = shared.find(&plan.table) else {
+    let Some(i) = shared.find_plan(&plan.table, plan.plane.as_deref()) else {
         return Ok(Err((
             format!("no plane on table {}", plan.table).into(),
             None,
