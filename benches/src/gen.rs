@@ -117,7 +117,8 @@ pub fn scrub(path: &Path) -> Result<()> {
         conn.execute_batch(&format!("DROP INDEX \"{}\"", g.replace('"', "\"\"")))?;
     }
     conn.execute_batch(
-        "DROP TABLE IF EXISTS pleroma_catalog; DROP TABLE IF EXISTS pleroma_limbs;
+        "DROP TABLE IF EXISTS pleroma_catalog; DROP TABLE IF EXISTS pleroma_catalog_named;
+         DROP TABLE IF EXISTS pleroma_limbs;
          DROP TABLE IF EXISTS pleroma_state; DROP TABLE IF EXISTS pleroma_settings;",
     )?;
     Ok(())

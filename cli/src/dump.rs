@@ -1,7 +1,7 @@
 //! The dot-commands that read the schema: `.dump`, `.schema`, `.indexes`
 //! and `.databases`, worded as the `sqlite3` shell (3.40) words them. They
 //! query `sqlite_schema` on the plain SQLite connection, as `sqlite3` does,
-//! so Pleroma's own catalog tables (`pleroma_catalog`, `pleroma_limbs`) are
+//! so Pleroma's own catalog tables (`pleroma_catalog`, `pleroma_catalog_named`, `pleroma_limbs`) are
 //! dumped like any other table and a copy rebuilt from the dump brings the
 //! planes back when Pleroma opens it. The persisted state and its guards
 //! are left out (see `NOT_PERSISTED`).

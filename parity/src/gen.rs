@@ -207,6 +207,8 @@ pub fn case(seed: u64, size: Size) -> (Schema, Vec<Step>) {
     let mut g = Gen {
         s: &schema,
         rng: rng.fork(),
+        planes_rng: planes_rng(seed),
+        has_p2: None,
         rows: size.rows.max(1),
         steps: Vec::new(),
     };
@@ -219,7 +221,7 @@ pub fn case(seed: u64, size: Size) -> (Schema, Vec<Step>) {
     // that must not trust it.
     g.push(Step::Pleroma("PRAGMA pleroma_detach('t')".into()));
     g.release_then_undo();
-    g.push(Step::Pleroma(g.s.attach()));
+    g.attach_t();
     g.limbs();
     for _ in 0..size.blocks {
         g.block();
@@ -252,6 +254,8 @@ pub fn block(schema: &Schema, rows: usize, seed: u64) -> Vec<Step> {
     let mut g = Gen {
         s: schema,
         rng: Rng::new(seed),
+        planes_rng: planes_rng(seed),
+        has_p2: None,
         rows: rows.max(1),
         steps: Vec::new(),
     };
@@ -264,6 +268,8 @@ pub fn setup(schema: &Schema, rows: usize, seed: u64) -> Vec<Step> {
     let mut g = Gen {
         s: schema,
         rng: Rng::new(seed),
+        planes_rng: planes_rng(seed),
+        has_p2: None,
         rows: rows.max(1),
         steps: Vec::new(),
     };
@@ -271,9 +277,20 @@ pub fn setup(schema: &Schema, rows: usize, seed: u64) -> Vec<Step> {
     g.steps
 }
 
+/// The stream that draws `t`'s second plane, apart from the case's own.
+fn planes_rng(seed: u64) -> Rng {
+    Rng::new(seed.rotate_left(17) ^ 0x9A9E_5EC0)
+}
+
 struct Gen<'a> {
     s: &'a Schema,
     rng: Rng,
+    /// Whether and how `t` gets its second plane: a stream of its own, so
+    /// that the other draws of a seed stay as they were.
+    planes_rng: Rng,
+    /// Whether `t` has the plane `p2` now (`None`: not known, in a block
+    /// drawn alone).
+    has_p2: Option<bool>,
     rows: usize,
     steps: Vec<Step>,
 }
@@ -321,6 +338,17 @@ impl Gen<'_> {
         self.steps.push(Step::Exec(sql));
     }
 
+    /// `t`'s own plane, and in most cases a second, smaller one (`p2`).
+    fn attach_t(&mut self) {
+        self.push(Step::Pleroma(self.s.attach()));
+        let p2 = self.planes_rng.chance(0.7);
+        self.has_p2 = Some(p2);
+        if p2 {
+            let sql = self.s.attach_second(&mut self.planes_rng);
+            self.push(Step::Pleroma(sql));
+        }
+    }
+
     fn setup(&mut self) {
         for sql in self.s.ddl() {
             self.exec(sql);
@@ -329,7 +357,7 @@ impl Gen<'_> {
         self.exec("PRAGMA journal_mode = WAL".into());
         let attach_first = self.rng.chance(0.4);
         if attach_first {
-            self.push(Step::Pleroma(self.s.attach()));
+            self.attach_t();
         }
         let cols = self.s.insert_columns();
         let mut i = 0;
@@ -345,7 +373,7 @@ impl Gen<'_> {
             i += n;
         }
         if !attach_first {
-            self.push(Step::Pleroma(self.s.attach()));
+            self.attach_t();
         }
         self.push(Step::Check(counters()));
         self.limbs();
@@ -466,11 +494,21 @@ impl Gen<'_> {
                 self.settle();
                 if self.rng.chance(0.5) {
                     self.push(Step::Pleroma("PRAGMA pleroma_rebuild('t')".into()));
+                } else if self.has_p2.is_some() && self.planes_rng.chance(0.3) {
+                    // One plane of several: the other answers alone.
+                    if self.has_p2 == Some(true) {
+                        self.push(Step::Pleroma("PRAGMA pleroma_detach('t', 'p2')".into()));
+                        self.push(Step::Check(counters()));
+                        self.checks(1);
+                    }
+                    let sql = self.s.attach_second(&mut self.planes_rng);
+                    self.push(Step::Pleroma(sql));
+                    self.has_p2 = Some(true);
                 } else {
                     self.push(Step::Pleroma("PRAGMA pleroma_detach('t')".into()));
                     self.push(Step::Check(counters()));
                     self.checks(1);
-                    self.push(Step::Pleroma(self.s.attach()));
+                    self.attach_t();
                     self.limbs();
                 }
                 // Pleroma's catalog writes move none of the counters.

@@ -410,6 +410,36 @@ impl Schema {
         )
     }
 
+    /// A second, smaller plane on `t`, named `p2`: some of its dimensions
+    /// (never its own plane's first ones in their order, so that answering
+    /// from the wrong plane gives other groups) and some of its measures.
+    pub fn attach_second(&self, rng: &mut Rng) -> String {
+        let mut dims: Vec<&str> = self.dims.iter().map(|d| d.name.as_str()).collect();
+        for i in (1..dims.len()).rev() {
+            dims.swap(i, rng.below(i + 1));
+        }
+        dims.truncate(rng.range(1, self.dims.len().max(2) as i64 - 1) as usize);
+        let prefix = dims
+            .iter()
+            .zip(&self.dims)
+            .all(|(a, b)| *a == b.name);
+        if prefix {
+            dims.reverse();
+            if dims.len() == 1 {
+                dims[0] = &self.dims[self.dims.len() - 1].name;
+            }
+        }
+        let mut ms: Vec<&str> = self.measures.iter().map(|m| m.name.as_str()).collect();
+        if ms.len() > 1 && rng.chance(0.5) {
+            ms.remove(rng.below(ms.len()));
+        }
+        format!(
+            "PRAGMA pleroma_attach('t', '{}', '{}', 'p2')",
+            dims.join(", "),
+            ms.join(", ")
+        )
+    }
+
     /// The column list of an INSERT that gives every column but `id`.
     pub fn insert_columns(&self) -> String {
         self.columns.join(", ")

@@ -30,7 +30,7 @@ use crate::mutation::Mutation;
 /// Pleroma's own tables: their rows in `sqlite_schema` (and their
 /// automatic indexes) are not the user's.
 const OWN_TABLES: &str =
-    "('pleroma_catalog', 'pleroma_limbs', 'pleroma_settings', 'pleroma_state')";
+    "('pleroma_catalog', 'pleroma_catalog_named', 'pleroma_limbs', 'pleroma_settings', 'pleroma_state')";
 
 /// Drop the guards of `schema` whose table VACUUM would renumber without
 /// them: rowid tables whose only index is their guard. Returns whether any
