@@ -18,6 +18,7 @@
 //! # Ok::<(), pleroma::Error>(())
 //! ```
 
+mod advise;
 mod affinity;
 mod catalog;
 mod classify;

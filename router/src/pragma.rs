@@ -7,6 +7,7 @@
 //! PRAGMA pleroma_detach('table' [, 'plane'])
 //! PRAGMA pleroma_rebuild('table' [, 'plane'])
 //! PRAGMA pleroma_planes               PRAGMA pleroma_explain('<select>')
+//! PRAGMA pleroma_advise [('table')]
 //! PRAGMA pleroma_route [= auto | engine | plane]
 //! PRAGMA pleroma_persist [= on | off]
 //! ```
@@ -39,6 +40,8 @@ pub(crate) enum Pragma {
         plane: Option<String>,
     },
     Planes,
+    /// `PRAGMA pleroma_advise [('table')]`.
+    Advise(Option<String>),
     Explain {
         sql: String,
     },
@@ -127,6 +130,16 @@ fn parse_named(name: &str, tail: &str) -> Result<Pragma, String> {
                 Pragma::Rebuild { table, plane }
             })
         }
+        "pleroma_advise" => {
+            if tail.is_empty() {
+                return Ok(Pragma::Advise(None));
+            }
+            let args = args(name, tail)?;
+            if args.len() != 1 {
+                return Err(format!("{name}: expected no argument or 1 ('table'), got {}", args.len()));
+            }
+            Ok(Pragma::Advise(Some(nonempty(name, "table", &args[0])?)))
+        }
         "pleroma_planes" => {
             if !tail.is_empty() {
                 return Err(format!("{name}: takes no arguments"));
@@ -177,7 +190,7 @@ fn parse_named(name: &str, tail: &str) -> Result<Pragma, String> {
         }
         _ => Err(format!(
             "unknown Pleroma PRAGMA {name} (known: pleroma_attach, pleroma_limb, pleroma_detach, pleroma_rebuild, \
-             pleroma_planes, pleroma_explain, pleroma_route, pleroma_persist)"
+             pleroma_planes, pleroma_explain, pleroma_route, pleroma_persist, pleroma_advise)"
         )),
     }
 }

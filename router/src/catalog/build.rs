@@ -28,6 +28,40 @@ pub(crate) fn build_entry(db: &rusqlite::Connection, def: impl Into<Arc<PlaneDef
     entry
 }
 
+/// `def`'s plane over the rows of `from` (a sample of its table, as SQL
+/// after `FROM`), for `PRAGMA pleroma_advise`.
+pub(crate) fn sample_entry(db: &rusqlite::Connection, def: PlaneDef, from: &str) -> PlaneEntry {
+    let def = Arc::new(def);
+    let mut config = PlaneConfig::new(def.dims.clone(), def.measures.clone());
+    config.cap = def.cap;
+    let mut entry = PlaneEntry {
+        cols: Arc::default(),
+        plane: Plane::new(config),
+        broken: None,
+        stats: EntryStats::default(),
+        def,
+    };
+    if let Err(reason) = resolve_columns(db, &mut entry) {
+        entry.broken = Some(reason);
+        return entry;
+    }
+    let full = scan_sql(&entry.def, None);
+    let table_from = format!(" FROM main.{}", quote(&entry.def.table));
+    let sql = match full.strip_suffix(&table_from) {
+        Some(head) => format!("{head} FROM {from}"),
+        None => full,
+    };
+    let (nd, nm) = (entry.def.dims.len(), entry.def.measures.len());
+    let def = entry.def.clone();
+    let r = db
+        .prepare(&sql)
+        .and_then(|mut stmt| scan_rows(&mut stmt, [], &mut entry.plane, nd, nm, &def));
+    if let Err(e) = r {
+        entry.broken = Some(format!("sample failed: {e}"));
+    }
+    entry
+}
+
 /// Find each column's index and affinity; fails if the table or a column
 /// has gone, or if a temp table shadows the table.
 pub(crate) fn resolve_columns(

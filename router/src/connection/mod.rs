@@ -78,6 +78,9 @@ pub struct Connection {
     mode: RouteMode,
     last_route: Route,
     counters: Counters,
+    /// The SELECTs SQLite ran because no plane answered them, by text
+    /// (`PRAGMA pleroma_advise`).
+    declined: crate::advise::Declined,
     /// `PRAGMA data_version` when the planes were last known current.
     data_version: i64,
     /// Exact answers of served statements, by SQL text and parameters.
@@ -167,6 +170,7 @@ impl Connection {
             mode: RouteMode::Auto,
             last_route: Route::engine("no statement yet"),
             counters: Counters::default(),
+            declined: Default::default(),
             data_version: 0,
             memo: LruCache::new(MEMO_CAPACITY),
             user_counters,

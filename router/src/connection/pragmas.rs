@@ -162,6 +162,12 @@ impl Connection {
                 Ok(self.lock().planes_rows())
             }
             Pragma::Explain { sql } => self.explain(&sql),
+            Pragma::Advise(only) => {
+                self.sync_external()?;
+                let shared = planes::lock(&self.shared);
+                crate::advise::advise(&self.db, &shared, &self.declined, only.as_deref())
+                    .map_err(Error::Pragma)
+            }
             Pragma::Route(None) => Ok(Rows {
                 columns: vec!["pleroma_route".into()].into(),
                 rows: vec![vec![Value::Text(

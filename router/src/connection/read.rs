@@ -59,6 +59,11 @@ impl Connection {
         };
         if self.lock().is_empty() {
             self.last_route = Route::engine("no plane attached");
+            // For `pleroma_advise`: what may be a SELECT (it reads the
+            // words; anything else is left out there).
+            if matches!(sql.trim_start().as_bytes().first(), Some(b'S' | b's' | b'W' | b'w')) {
+                self.declined.note(sql);
+            }
             // Its commits still have to be published for the others; an
             // attached file's guards must not change what VACUUM does.
             if sharing || facts.vacuum_of.is_some() {
@@ -86,8 +91,12 @@ impl Connection {
         }
         match self.try_plane(sql, params, synced)? {
             Attempt::Served(rows) => Ok((rows, 0)),
-            // A read-only SELECT: nothing to keep track of.
-            Attempt::ReadOnly => Ok(exec(&self.db, sql, params, want_rows, &mut self.stepped)?),
+            // A read-only SELECT: nothing to keep track of but its text,
+            // for `pleroma_advise`.
+            Attempt::ReadOnly => {
+                self.declined.note(sql);
+                Ok(exec(&self.db, sql, params, want_rows, &mut self.stepped)?)
+            }
             Attempt::Other => self.run_engine(sql, params, want_rows, facts),
         }
     }
@@ -120,6 +129,7 @@ impl Connection {
             }
         }
         self.set_engine_route(WHY);
+        self.declined.note(sql);
         Ok(exec(&self.db, sql, params, want_rows, &mut self.stepped)?)
     }
 
