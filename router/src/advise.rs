@@ -39,17 +39,23 @@ use crate::tokenize::{self, Kind, Token};
 pub(crate) struct Declined {
     index: AHashMap<String, ()>,
     texts: Vec<String>,
+    bytes: usize,
 }
 
 impl Declined {
-    /// Most texts kept; later ones are not noted.
+    /// Most texts kept, and most bytes of them; later ones are not noted.
     pub const MAX: usize = 1000;
+    pub const MAX_BYTES: usize = 4 << 20;
 
     /// Note a statement that SQLite ran instead of a plane.
     pub fn note(&mut self, sql: &str) {
-        if self.texts.len() >= Self::MAX || sql.len() > 1 << 16 || self.index.contains_key(sql) {
+        if self.texts.len() >= Self::MAX
+            || self.bytes + sql.len() > Self::MAX_BYTES
+            || self.index.contains_key(sql)
+        {
             return;
         }
+        self.bytes += sql.len();
         self.index.insert(sql.to_owned(), ());
         self.texts.push(sql.to_owned());
     }
@@ -420,6 +426,10 @@ fn statement(table: &str, dims: &[String], measures: &[String], name: Option<&st
 }
 
 /// `PRAGMA pleroma_advise` (`only`: one table).
+///
+/// Cost: each noted text classified once against the planes there are;
+/// per table with statements, one scan of the sample and, per proposal, a
+/// plane built from it and one scan of the whole table.
 pub(crate) fn advise(
     db: &rusqlite::Connection,
     planes: &Planes,
