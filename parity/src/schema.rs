@@ -169,6 +169,21 @@ impl Schema {
                 domain: domain(rng, decl, strict),
             });
         }
+        // In a quarter of the schemas, one dimension of 1,100 to 2,000
+        // values: past 1,024 (and 11 bits) once enough rows are drawn. From
+        // a stream of its own, so that the schema's other draws stay.
+        let mut big = Rng::new(rng.clone().next_u64() ^ 0xB16_D0_3A1);
+        if big.chance(0.25) {
+            let d = &mut dims[big.below(nd)];
+            let n = big.range(1100, 2000);
+            d.domain = (0..n)
+                .map(|k| match d.decl {
+                    Decl::Text => Lit::Text(format!("v{k:04}")),
+                    _ => Lit::Int(k * 7 - 3000),
+                })
+                .collect();
+            d.domain.push(Lit::Null);
+        }
         if p_is_dim {
             let mut domain: Vec<Lit> = (1..=PARENTS).map(Lit::Int).collect();
             domain.push(Lit::Null);

@@ -11,8 +11,10 @@
 //!    each `GROUP BY` item that is an expression over the table's columns
 //!    (or an output's alias for one) as an expression dimension;
 //! 2. each column and expression read once over a sample of the table (16
-//!    rowid ranges, 100,000 rows in all): a dimension holds at most 1,024
-//!    distinct INTEGER, TEXT or NULL values, a measure only INTEGER or NULL;
+//!    rowid ranges, 100,000 rows in all): a dimension holds at most 65,536
+//!    distinct INTEGER, TEXT or NULL values, and fewer than half as many as
+//!    the sampled rows (else its plane is as large as the table); a measure
+//!    only INTEGER or NULL;
 //!    what fails is `unused`, with why;
 //! 3. the proposals: every statement's own plane (its usable dimensions and
 //!    measures) and their union (the most used dimensions, at most 6), each
@@ -65,7 +67,7 @@ impl Declined {
 const SAMPLE_ROWS: i64 = 100_000;
 const SAMPLE_RANGES: i64 = 16;
 /// Most distinct values of a dimension (`pleroma_attach`'s cap).
-const CAP: i64 = 1024;
+const CAP: i64 = catalog::DIM_CAP as i64;
 /// Most proposals per table.
 const MOST: usize = 4;
 
@@ -281,6 +283,8 @@ fn aliased<'t, 'a>(toks: &'t [Token<'a>], alias: &str) -> Option<&'t [Token<'a>]
 #[derive(Clone, Debug, Default)]
 struct Facts {
     distinct: i64,
+    /// Rows read.
+    rows: i64,
     /// Holds a REAL or BLOB value (a dimension cannot), or anything but
     /// INTEGER and NULL (a measure cannot).
     not_dim: bool,
@@ -349,11 +353,13 @@ fn facts(
     if list.is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }
-    let sql = format!("SELECT {} FROM {from}", list.join(", "));
+    let sql = format!("SELECT {}, count(*) FROM {from}", list.join(", "));
     db.query_row(&sql, [], |r| {
+        let rows: i64 = r.get(list.len())?;
         let mut ds = Vec::new();
         for k in 0..dims.len() {
             ds.push(Facts {
+                rows,
                 distinct: r.get(2 * k)?,
                 not_dim: r.get::<_, i64>(2 * k + 1)? != 0,
                 not_measure: false,
@@ -544,6 +550,11 @@ fn propose(
             Some("holds REAL or BLOB values".into())
         } else if f.distinct > CAP {
             Some(format!("more than {CAP} distinct values"))
+        } else if f.rows >= 100 && f.distinct * 2 > f.rows {
+            Some(format!(
+                "{} distinct values in {} sampled rows: a plane over it is as large as the table",
+                f.distinct, f.rows
+            ))
         } else {
             None
         }

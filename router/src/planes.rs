@@ -270,6 +270,7 @@ impl Planes {
             "rebuild_ms",
             "last_rebuild",
             "plane",
+            "cap",
         ];
         let rows = self
             .entries
@@ -332,6 +333,7 @@ impl Planes {
                         Role::Plane => Value::Text(e.def.plane_name().to_owned()),
                         _ => Value::Null,
                     },
+                    Value::Integer(e.def.cap as i64),
                 ]
             })
             .collect();

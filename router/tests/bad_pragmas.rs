@@ -42,7 +42,9 @@ fn each_bad_input_is_named_and_nothing_changes() {
         ("PRAGMA pleroma_attach('t', 'r', 'm')", "REAL affinity"),
         ("PRAGMA pleroma_attach('t', 'n', 'm')", "collation NOCASE"),
         ("PRAGMA pleroma_attach('t', 'f', 'm')", "REAL value"),
-        ("PRAGMA pleroma_attach('t', 'g')", "expected 3 arguments"),
+        ("PRAGMA pleroma_attach('t')", "expected 2 to 4 arguments"),
+        ("PRAGMA pleroma_attach('t', 'g', 'm', 'p', 'q')", "expected 2 to 4 arguments"),
+        ("PRAGMA pleroma_detach('t', 'p', 'q')", "expected 1 or 2 arguments"),
         ("PRAGMA pleroma_attach(t, 'g', 'm')", "single-quoted"),
         ("PRAGMA pleroma_attach('t', 'g', 'm'", "parentheses"),
         ("PRAGMA pleroma_detach('t')", "has no plane"),
@@ -75,9 +77,50 @@ fn each_bad_input_is_named_and_nothing_changes() {
 #[test]
 fn a_dimension_over_its_cap_refuses_the_attach() {
     let mut c = Connection::open_in_memory().unwrap();
-    c.execute_batch("CREATE TABLE t(k INTEGER, m INTEGER); WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i < 1100) INSERT INTO t SELECT i, i FROM s;").unwrap();
+    c.execute_batch("CREATE TABLE t(k INTEGER, m INTEGER); WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i < 65537) INSERT INTO t SELECT i, i FROM s;").unwrap();
     let e = err(&mut c, "PRAGMA pleroma_attach('t', 'k', 'm')");
-    assert!(e.contains("more than 1024 distinct values"), "{e}");
+    assert!(e.contains("more than 65536 distinct values"), "{e}");
+    // Under the cap each, but not together in a 64-bit key: five
+    // dimensions of 4,100 values take 13 bits each.
+    c.execute_batch("CREATE TABLE w(a, b, c, d, e, m INTEGER); WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i < 4100) INSERT INTO w SELECT i, i, i, i, i, i FROM s;").unwrap();
+    let e = err(&mut c, "PRAGMA pleroma_attach('w', 'a, b, c, d, e', 'm')");
+    assert!(e.contains("64"), "{e}");
+}
+
+#[test]
+fn a_dimension_past_1024_values_is_served() {
+    let mut c = Connection::open_in_memory().unwrap();
+    c.execute_batch("CREATE TABLE t(k INTEGER, g TEXT, m INTEGER); WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i < 3000) INSERT INTO t SELECT i % 2500, char(65 + i % 3), i FROM s; PRAGMA pleroma_attach('t', 'k, g', 'm');").unwrap();
+    // It grows past 4,096 later: re-packed, still served.
+    c.execute_batch("WITH RECURSIVE s(i) AS (SELECT 3000 UNION ALL SELECT i+1 FROM s WHERE i < 6000) INSERT INTO t SELECT i, 'Z', i FROM s;").unwrap();
+    let plain = c.sqlite();
+    let want: Vec<(i64, i64)> = plain
+        .prepare("SELECT k % 7, SUM(m) FROM t WHERE k BETWEEN 1000 AND 5000 GROUP BY k % 7 ORDER BY 1")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let got = c
+        .query("SELECT k % 7, SUM(m) FROM t WHERE k BETWEEN 1000 AND 5000 GROUP BY k % 7 ORDER BY 1", &[])
+        .unwrap();
+    assert_ne!(c.last_route().kind, pleroma::RouteKind::Engine, "{:?}", c.last_route());
+    let got: Vec<(i64, i64)> = got
+        .rows
+        .iter()
+        .map(|r| match (&r[0], &r[1]) {
+            (pleroma::Value::Integer(a), pleroma::Value::Integer(b)) => (*a, *b),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(got, want);
+    let planes = c.query("PRAGMA pleroma_planes", &[]).unwrap();
+    let cap = planes.columns.iter().position(|c| c == "cap").unwrap();
+    assert_eq!(planes.rows[0][cap], pleroma::Value::Integer(65536));
+    assert!(
+        matches!(&planes.rows[0][1], pleroma::Value::Text(d) if d.starts_with("k(5501 values, 13 bits)")),
+        "{planes:?}"
+    );
 }
 
 #[test]
@@ -85,7 +128,7 @@ fn crossing_the_cap_later_puts_the_plane_out_of_service_with_a_reason() {
     let mut c = Connection::open_in_memory().unwrap();
     c.execute_batch("CREATE TABLE t(k INTEGER, m INTEGER); INSERT INTO t VALUES (1, 1); PRAGMA pleroma_attach('t', 'k', 'm');")
         .unwrap();
-    c.execute_batch("WITH RECURSIVE s(i) AS (SELECT 2 UNION ALL SELECT i+1 FROM s WHERE i < 1100) INSERT INTO t SELECT i, i FROM s;")
+    c.execute_batch("WITH RECURSIVE s(i) AS (SELECT 2 UNION ALL SELECT i+1 FROM s WHERE i < 65537) INSERT INTO t SELECT i, i FROM s;")
         .unwrap();
     let r = c.query("SELECT COUNT(*) FROM t WHERE k = 5", &[]).unwrap();
     assert_eq!(r.rows[0][0], pleroma::Value::Integer(1));

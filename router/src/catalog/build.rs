@@ -25,6 +25,7 @@ pub(crate) fn build_entry(db: &rusqlite::Connection, def: impl Into<Arc<PlaneDef
     if let Err(e) = fill(db, &mut entry) {
         entry.broken = Some(format!("rebuild failed: {e}"));
     }
+    within_bound(&mut entry.plane);
     entry
 }
 
@@ -59,6 +60,7 @@ pub(crate) fn sample_entry(db: &rusqlite::Connection, def: PlaneDef, from: &str)
     if let Err(e) = r {
         entry.broken = Some(format!("sample failed: {e}"));
     }
+    within_bound(&mut entry.plane);
     entry
 }
 
@@ -421,8 +423,28 @@ pub(crate) fn apply_row<'a>(
     let Ok(key) = plane.encode_ref(&dims) else {
         return Ok(None);
     };
-    Ok(plane
-        .apply_encoded(key, weight, &meas)
-        .ok()
-        .map(|()| Applied { key, meas }))
+    if plane.apply_encoded(key, weight, &meas).is_err() {
+        return Ok(None);
+    }
+    if !within_bound(plane) {
+        return Ok(None);
+    }
+    Ok(Some(Applied { key, meas }))
+}
+
+/// Most occupied cells a plane holds (about 1 GB at the 239 bytes a cell of
+/// a sparse plane with 3 measures takes: `docs/design.md`); past it the
+/// plane goes out of service, and an attach that would pass it is refused.
+pub(crate) const MAX_CELLS: usize = 1 << 22;
+
+/// `false`, with the plane faulted, when it holds more than [`MAX_CELLS`].
+pub(crate) fn within_bound(plane: &mut Plane) -> bool {
+    if plane.cells() <= MAX_CELLS {
+        return true;
+    }
+    plane.set_fault(format!(
+        "the plane holds more than {MAX_CELLS} occupied cells, its memory bound; \
+         attach one with fewer or smaller dimensions"
+    ));
+    false
 }

@@ -58,6 +58,10 @@ pub(crate) struct LimbDef {
     pub dim_key: String,
 }
 
+/// Most distinct values of a plane's dimension: the joint key re-packs as
+/// a dimension grows, up to 16 bits each, while all of them fit 64 bits.
+pub(crate) const DIM_CAP: usize = 65_536;
+
 /// Most distinct keys of a limb.
 pub(crate) const LIMB_CAP: usize = 4095;
 
@@ -351,7 +355,7 @@ impl PlaneDef {
             exprs: vec![None; dims.len()],
             dims,
             measures,
-            cap: 1024,
+            cap: DIM_CAP,
             role: Role::Plane,
         }
     }
