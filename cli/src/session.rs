@@ -46,10 +46,12 @@ pub(crate) const HELP: &str = "\
                            over it, or engine)
 
 Pleroma's PRAGMAs run like any statement:
-  PRAGMA pleroma_attach('table', 'dim1, dim2', 'measure1');
+  PRAGMA pleroma_attach('table', 'dim1, dim2', 'measure1' [, 'name']);
   PRAGMA pleroma_limb('fact', 'fact_key', 'dim', 'dim_key');
-  PRAGMA pleroma_detach('table');     PRAGMA pleroma_rebuild('table');
+  PRAGMA pleroma_detach('table' [, 'name']);
+  PRAGMA pleroma_rebuild('table' [, 'name']);
   PRAGMA pleroma_planes;              PRAGMA pleroma_explain('SELECT ...');
+  PRAGMA pleroma_advise;              (after the dashboard ran: what to attach)
   PRAGMA pleroma_route = auto|engine|plane;
 ";
 
