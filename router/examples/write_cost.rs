@@ -46,6 +46,9 @@ const OTHER: &str = "INSERT INTO u(a, b) VALUES (?1, ?2)";
 const PLANE: &str = "PRAGMA pleroma_attach('w', 'd1, d2, d3, d4', 'm1, m2, m3')";
 const EXPR_PLANE: &str =
     "PRAGMA pleroma_attach('w', 'd1, d2, d3, date(d4, ''unixepoch'') AS day', 'm1, m2, m3')";
+/// `two`: the persisted plane and a second, named one over some of its
+/// columns (every write feeds both).
+const SECOND_PLANE: &str = "PRAGMA pleroma_attach('w', 'd3, d1', 'm1', 'by_d3')";
 const SPARSE_PLANE: &str = "PRAGMA pleroma_attach('w', 'd1, d2, d3, m1, m2', 'm3')";
 const D1: [&str; 6] = ["red", "green", "blue", "cyan", "magenta", "yellow"];
 const D2: [&str; 4] = ["north", "south", "east", "west"];
@@ -58,6 +61,8 @@ enum Arm {
     Persisted,
     Expr,
     Sparse,
+    /// `persisted` with a second plane on the table.
+    Two,
 }
 
 enum Conn {
@@ -179,7 +184,8 @@ fn main() {
         Some("persisted") | None => Arm::Persisted,
         Some("expr") => Arm::Expr,
         Some("sparse") => Arm::Sparse,
-        Some(a) => panic!("arm {a}: sqlite, engine, plane, persisted, expr or sparse"),
+        Some("two") => Arm::Two,
+        Some(a) => panic!("arm {a}: sqlite, engine, plane, persisted, expr, sparse or two"),
     };
     let op = args.next().unwrap_or_else(|| "insert".into());
     let rows: i64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(100_000);
@@ -212,6 +218,10 @@ fn main() {
                 Arm::Engine => {}
                 Arm::Expr => p.execute_batch(EXPR_PLANE).expect("attach"),
                 Arm::Sparse => p.execute_batch(SPARSE_PLANE).expect("attach"),
+                Arm::Two => {
+                    p.execute_batch(PLANE).expect("attach");
+                    p.execute_batch(SECOND_PLANE).expect("attach the second");
+                }
                 _ => p.execute_batch(PLANE).expect("attach"),
             }
             Conn::Pleroma(Box::new(p))
