@@ -550,8 +550,8 @@ pub(crate) fn store_limb(db: &rusqlite::Connection, l: &LimbDef) -> rusqlite::Re
 }
 
 /// The limbs recorded in the database.
-pub(crate) fn load_limbs(db: &rusqlite::Connection) -> rusqlite::Result<Vec<LimbDef>> {
-    if canonical_table(db, LIMBS)?.is_none() {
+fn load_limbs_from(db: &rusqlite::Connection, has: [bool; 3]) -> rusqlite::Result<Vec<LimbDef>> {
+    if !has[2] {
         return Ok(Vec::new());
     }
     let mut stmt = db.prepare_cached(&format!(
@@ -677,21 +677,30 @@ pub(crate) fn remove(
     Ok(())
 }
 
+/// Which of Pleroma's catalog tables main has: [`CATALOG`], [`NAMED`],
+/// [`LIMBS`] (one look at the schema for the three; `OR`, not `IN`, whose
+/// list SQLite builds into a temporary b-tree at every step).
+fn catalog_tables(db: &rusqlite::Connection) -> rusqlite::Result<[bool; 3]> {
+    let mut stmt = db.prepare_cached(&format!(
+        "SELECT lower(name) FROM main.sqlite_master WHERE type = 'table' \
+         AND (lower(name) = '{CATALOG}' OR lower(name) = '{NAMED}' OR lower(name) = '{LIMBS}')"
+    ))?;
+    let names: Vec<String> = stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+    Ok([CATALOG, NAMED, LIMBS].map(|t| names.iter().any(|n| n == t)))
+}
+
 /// The definitions recorded in the database: by table, each table's own
 /// plane before its named ones (by name).
-pub(crate) fn load(db: &rusqlite::Connection) -> rusqlite::Result<Vec<PlaneDef>> {
+fn load_from(db: &rusqlite::Connection, has: [bool; 3]) -> rusqlite::Result<Vec<PlaneDef>> {
     let mut rows: Vec<(String, Option<String>, String, String)> = Vec::new();
-    if canonical_table(db, CATALOG)?.is_some() {
-        let mut stmt = db.prepare_cached(&format!(
-            "SELECT tbl, NULL, dims, measures FROM main.{CATALOG}"
-        ))?;
-        let it = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
-        rows.extend(it.collect::<rusqlite::Result<Vec<_>>>()?);
-    }
-    if canonical_table(db, NAMED)?.is_some() {
-        let mut stmt = db.prepare_cached(&format!(
-            "SELECT tbl, name, dims, measures FROM main.{NAMED}"
-        ))?;
+    for (sql, there) in [
+        (select_from(CATALOG, "tbl, NULL, dims, measures"), has[0]),
+        (select_from(NAMED, "tbl, name, dims, measures"), has[1]),
+    ] {
+        if !there {
+            continue;
+        }
+        let mut stmt = db.prepare_cached(&sql)?;
         let it = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
         rows.extend(it.collect::<rusqlite::Result<Vec<_>>>()?);
     }
@@ -704,6 +713,11 @@ pub(crate) fn load(db: &rusqlite::Connection) -> rusqlite::Result<Vec<PlaneDef>>
             def
         })
         .collect())
+}
+
+/// `SELECT cols FROM main.table`.
+fn select_from(table: &str, cols: &str) -> String {
+    format!("SELECT {cols} FROM main.{table}")
 }
 
 /// Why a plane was rebuilt from its table (shown by `pleroma_planes`).
@@ -804,9 +818,10 @@ pub(crate) fn load_entries(db: &rusqlite::Connection) -> rusqlite::Result<Vec<Pl
 /// Every plane and limb side the catalog lists, in the order connections
 /// keep them: the planes by table, then both sides of each limb.
 pub(crate) fn load_defs(db: &rusqlite::Connection) -> rusqlite::Result<Vec<PlaneDef>> {
-    let defs = load(db)?;
+    let has = catalog_tables(db)?;
+    let defs = load_from(db, has)?;
     let mut out = defs.clone();
-    for l in load_limbs(db)? {
+    for l in load_limbs_from(db, has)? {
         // A limb is made from its fact table's own plane.
         let Some(fact) = defs.iter().find(|d| d.table == l.fact && d.name.is_none()) else {
             continue;

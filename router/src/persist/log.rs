@@ -289,10 +289,11 @@ pub(super) fn verify(
     // fingerprint (which holds the file's guard keys) is a copy made by the
     // backup API (which moves the version) only if no write passed a guard
     // since: every guard index empty, checked next, whatever the version.
-    if schema_version(db)? != recorded && schema_hash(db)? != recorded_hash {
+    let version = schema_version(db)?;
+    if version != recorded && schema_hash(db)? != recorded_hash {
         return Err(Rebuild::SchemaOutside.into());
     }
-    guards_ok(db, planes, guard)?;
+    guards_ok(db, planes, guard, version)?;
     if !probes_ok(db, planes)? {
         return Err(Rebuild::EmptiedOutside.into());
     }
