@@ -190,3 +190,39 @@ fn named_planes_are_persisted_and_followed() {
     assert_eq!(c.last_route().kind, RouteKind::Plane);
     assert_eq!(rows.rows, sqlite_rows(&plain(), q, &[]).unwrap());
 }
+
+/// Found from outside: a connection opened before any plane existed, after
+/// another connection attached one, had every write of its transactions to
+/// that table refused by the guard. It opens the planes where it stands.
+#[test]
+fn a_transaction_of_a_connection_without_planes_writes_after_an_attach_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    let plain = || rusqlite::Connection::open(&path).unwrap();
+    let mut a = Connection::open(&path).unwrap();
+    a.execute_batch(SETUP).unwrap();
+    {
+        let mut b = Connection::open(&path).unwrap();
+        b.execute_batch("PRAGMA pleroma_attach('t', 'a, c', 'm'); PRAGMA pleroma_attach('t', 'c', 'n', 'by_c')")
+            .unwrap();
+    }
+    a.execute_batch(
+        "BEGIN; INSERT INTO t VALUES ('q', 1, 'Z', 7, 1); SAVEPOINT s; \
+         INSERT INTO t VALUES ('q', 2, 'Z', 9, 2); DELETE FROM t WHERE b = 4; ROLLBACK TO s; \
+         INSERT INTO t VALUES ('r', 3, 'Y', 1, 1); COMMIT",
+    )
+    .unwrap();
+    a.execute_batch("SAVEPOINT x; UPDATE t SET m = m + 1 WHERE a = 'q'; RELEASE x").unwrap();
+    a.execute_batch("BEGIN; DELETE FROM t WHERE c = 'Z'; ROLLBACK").unwrap();
+    for sql in [
+        "SELECT a, c, SUM(m), COUNT(*) FROM t GROUP BY a, c ORDER BY 1, 2",
+        "SELECT c, SUM(n) FROM t GROUP BY c ORDER BY c",
+    ] {
+        let rows = a.query(sql, &[]).unwrap();
+        assert_ne!(a.last_route().kind, RouteKind::Engine, "{sql}: {:?}", a.last_route());
+        assert_eq!(rows.rows, sqlite_rows(&plain(), sql, &[]).unwrap(), "{sql}");
+        // And a new connection, from the persisted state.
+        let mut fresh = Connection::open(&path).unwrap();
+        assert_eq!(fresh.query(sql, &[]).unwrap().rows, rows.rows, "{sql}");
+    }
+}

@@ -361,8 +361,19 @@ impl Connection {
             // statement (undone whole by SQLite) runs once more on the
             // planes as they are now.
             self.refresh_persist()?;
-            if auto && self.db.is_autocommit() {
+            // Inside a transaction, a connection that had no plane opens
+            // them where it stands (found from outside: every write of its
+            // transactions to the newly planed table was refused).
+            let reopened = if auto && self.db.is_autocommit() {
                 self.reopen_planes()?;
+                true
+            } else {
+                !self.db.is_autocommit()
+                    && self.persisted.on
+                    && self.lock().is_empty()
+                    && self.open_planes_in_txn()?
+            };
+            if reopened {
                 let allow = self.allow_guard();
                 let r = self.run_allowed(sql, params, want_rows, &facts);
                 drop(allow);

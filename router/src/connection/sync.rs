@@ -315,6 +315,48 @@ impl Connection {
     }
 
     /// Open the planes the catalog lists again, as a new connection would.
+    /// Inside a transaction of a connection that had no plane, whose write
+    /// the guard refused (another connection attached a plane since it
+    /// opened): open the planes there. The refused write held the write
+    /// lock, so the transaction sees the newest commit, and it has changed
+    /// no planed row (each was refused), so the persisted state it reads is
+    /// its own state too. Its savepoints were not tracked without planes:
+    /// the transaction is marked stale, so a `ROLLBACK` or `ROLLBACK TO`
+    /// rebuilds the planes from the tables instead. `false`: no plane to
+    /// open.
+    pub(super) fn open_planes_in_txn(&mut self) -> Result<bool> {
+        let defs = catalog::load_defs(&self.db)?;
+        if defs.is_empty() {
+            return Ok(false);
+        }
+        let v = data_version(&self.db)?;
+        let entries = match persist::open(&self.db, &defs, &mut self.persisted) {
+            Ok(e) => e,
+            Err(Untrusted::Sql(e)) => return Err(e.into()),
+            Err(Untrusted::Stale(why)) => {
+                self.persisted.forget();
+                let mut entries = catalog::load_entries(&self.db)?;
+                for e in &mut entries {
+                    e.stats = e.stats.rebuilt(why, 0.0);
+                }
+                entries
+            }
+        };
+        self.data_version = v;
+        let now = {
+            let mut shared = self.lock();
+            shared.replace_entries(entries);
+            shared.snapshots()
+        };
+        self.txn.base = Some(now.clone());
+        for (_, s) in &mut self.txn.saves {
+            *s = now.clone();
+        }
+        self.txn.stale = true;
+        self.forget_plans();
+        Ok(true)
+    }
+
     pub(super) fn reopen_planes(&mut self) -> Result<()> {
         self.data_version = self.read_data_version()?;
         self.persisted.forget();

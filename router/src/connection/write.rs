@@ -197,12 +197,14 @@ impl Connection {
                     self.txn.guards_out = false;
                     self.txn.guards_matter.clear();
                     self.txn.unhalted = None;
-                    if let Some(snaps) = self.txn.rollback_to(name) {
-                        if self.txn.stale {
+                    match self.txn.rollback_to(name) {
+                        Some(_) | None if self.txn.stale => {
                             planes::rebuild_all(&self.db, &mut shared, Rebuild::StaleSnapshot);
-                        } else if !crate::mutation::active(Mutation::IgnoreRollbackTo) {
+                        }
+                        Some(snaps) if !crate::mutation::active(Mutation::IgnoreRollbackTo) => {
                             shared.restore(&snaps);
                         }
+                        _ => {}
                     }
                 }
                 _ => {}
