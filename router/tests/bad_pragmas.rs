@@ -152,3 +152,35 @@ fn attach_inside_a_transaction_is_refused() {
     let e = err(&mut c, "PRAGMA pleroma_attach('t', 'g', 'm')");
     assert!(e.contains("inside a transaction"), "{e}");
 }
+
+/// Found from outside: a user table holding a name Pleroma's persisted
+/// state needs made the file unopenable after an attach (`pleroma_state`),
+/// or failed every later INSERT (`pleroma_guard_t`). The attach is refused
+/// instead, and nothing changes.
+#[test]
+fn a_user_object_with_a_name_pleroma_needs_refuses_the_attach() {
+    for (own, want) in [
+        ("CREATE TABLE pleroma_state(x)", "pleroma_state is not Pleroma's"),
+        ("CREATE TABLE pleroma_guard_t(x)", "pleroma_guard_t is not Pleroma's"),
+        ("CREATE VIEW Pleroma_Guard_T AS SELECT 1", "is not Pleroma's"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let mut c = Connection::open(&path).unwrap();
+        c.execute_batch(&format!(
+            "CREATE TABLE t(g TEXT, m INTEGER); INSERT INTO t VALUES ('a', 1); {own};"
+        ))
+        .unwrap();
+        let e = err(&mut c, "PRAGMA pleroma_attach('t', 'g', 'm')");
+        assert!(e.contains(want), "{own}: {e}");
+        c.execute("INSERT INTO t VALUES ('b', 2)", &[]).unwrap();
+        drop(c);
+        let mut c = Connection::open(&path).unwrap();
+        assert!(c.query("PRAGMA pleroma_planes", &[]).unwrap().rows.is_empty());
+        // With persistence off, the plane needs neither name.
+        c.execute_batch("PRAGMA pleroma_persist = off; PRAGMA pleroma_attach('t', 'g', 'm')")
+            .unwrap();
+        c.query("SELECT g, SUM(m) FROM t GROUP BY g", &[]).unwrap();
+        assert_eq!(c.last_route().kind, pleroma::RouteKind::Plane);
+    }
+}

@@ -35,6 +35,11 @@ impl Connection {
                         ),
                     }));
                 }
+                if self.persisted.on {
+                    if let Some(why) = persist::names_taken(&self.db, &def.table)? {
+                        return Err(Error::Pragma(format!("pleroma_attach: {why}")));
+                    }
+                }
                 let version = self.read_data_version()?;
                 let entry = catalog::build_entry(&self.db, def.clone());
                 if let Some(reason) = entry.out_of_service() {

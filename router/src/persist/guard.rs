@@ -332,6 +332,42 @@ pub(crate) fn drop_guards(db: &rusqlite::Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Why Pleroma cannot keep `table`'s persisted state in this file: a user
+/// object holds a name it needs (found from outside: a user table named
+/// `pleroma_state` made the file unopenable after an attach, one named
+/// `pleroma_guard_t` failed every later INSERT into `t`).
+pub(crate) fn names_taken(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<Option<String>> {
+    let kind = |name: &str| -> rusqlite::Result<Option<(String, String)>> {
+        db.prepare_cached(
+            "SELECT type, tbl_name FROM main.sqlite_schema WHERE name = ?1 COLLATE NOCASE",
+        )?
+        .query_row([name], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+    };
+    if let Some((t, _)) = kind(STATE)? {
+        let cols: Vec<String> = db
+            .prepare("SELECT name FROM pragma_table_info(?1, 'main')")?
+            .query_map([STATE], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        if t != "table" || cols != ["seq", "kind", "schema_version", "schema_hash", "body"] {
+            return Ok(Some(format!(
+                "the {t} {STATE} is not Pleroma's, which keeps the planes' state under that name; \
+                 rename it, or PRAGMA pleroma_persist = off"
+            )));
+        }
+    }
+    let g = format!("pleroma_guard_{table}");
+    if let Some((t, on)) = kind(&g)? {
+        if t != "index" || !on.eq_ignore_ascii_case(table) {
+            return Ok(Some(format!(
+                "the {t} {g} is not Pleroma's, which guards {table} under that name; \
+                 rename it, or PRAGMA pleroma_persist = off"
+            )));
+        }
+    }
+    Ok(None)
+}
+
 /// Drop the guard of a table that no longer has a plane.
 pub(crate) fn drop_guard(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<()> {
     let name = format!("pleroma_guard_{table}");
