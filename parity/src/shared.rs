@@ -83,7 +83,12 @@ pub fn run(seed: u64, conns: usize, steps: usize, outside: bool) -> Result<Stats
             // planes rebuild after its commits.
             c.execute_batch("PRAGMA pleroma_persist = off")?;
         }
-        c.execute_batch("PRAGMA pleroma_attach('t', 'g', 'm')")?;
+        // And a second plane on the table, fed, published, persisted and
+        // followed with the first (its cells are more: the queries go to
+        // the first).
+        c.execute_batch(
+            "PRAGMA pleroma_attach('t', 'g', 'm'); PRAGMA pleroma_attach('t', 'g, u', 'm', 'by_gu')",
+        )?;
         cs.push(c);
     }
     for _ in 1..conns {
