@@ -218,6 +218,9 @@ fn group_dim(toks: &[Token<'_>], item: std::ops::Range<usize>, columns: &[String
     let expr = match slice {
         [] => return None,
         [one] if column_of(one, columns).is_some() => return None,
+        // `e.cc`: the column itself.
+        [q, dot, one] if dot.text == "." && matches!(q.kind, Kind::Word | Kind::Quoted)
+            && column_of(one, columns).is_some() => return None,
         [one] if matches!(one.kind, Kind::Word | Kind::Quoted) => aliased(toks, &one.value())?,
         _ => slice,
     };
@@ -285,18 +288,58 @@ struct Facts {
     distinct: i64,
     /// Rows read.
     rows: i64,
+    /// A TEXT value in a column of INTEGER or NUMERIC affinity (the router
+    /// declines what such a dimension groups or filters).
+    text_in_numeric: bool,
+    /// A measure whose absolute values add past 2^63: its sums may pass
+    /// 64 bits, which the router leaves to SQLite.
+    may_overflow: bool,
     /// Holds a REAL or BLOB value (a dimension cannot), or anything but
     /// INTEGER and NULL (a measure cannot).
     not_dim: bool,
     not_measure: bool,
 }
 
-/// The table's user-visible columns (no hidden ones) and whether it has a
-/// rowid to sample by.
-fn table_columns(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec<String>> {
-    db.prepare("SELECT name FROM pragma_table_info(?1, 'main')")?
-        .query_map([table], |r| r.get(0))?
-        .collect()
+/// The table's user-visible columns (no hidden ones), and those of them
+/// with INTEGER or NUMERIC affinity.
+fn table_columns(
+    db: &rusqlite::Connection,
+    table: &str,
+) -> rusqlite::Result<(Vec<String>, Vec<String>)> {
+    let strict: bool = db
+        .query_row(
+            "SELECT strict FROM pragma_table_list WHERE schema = 'main' AND name = ?1",
+            [table],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|s| s != 0)
+        .unwrap_or(false);
+    let cols: Vec<(String, String)> = db
+        .prepare("SELECT name, type FROM pragma_table_info(?1, 'main')")?
+        .query_map([table], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let numeric = cols
+        .iter()
+        .filter(|(_, decl)| {
+            matches!(
+                crate::affinity::Affinity::of_column(decl, strict),
+                crate::affinity::Affinity::Integer | crate::affinity::Affinity::Numeric
+            )
+        })
+        .map(|(n, _)| n.clone())
+        .collect();
+    Ok((cols.into_iter().map(|(n, _)| n).collect(), numeric))
+}
+
+/// Why `pleroma_attach`'s comma-separated list cannot name a column.
+fn unnameable(c: &str) -> Option<&'static str> {
+    if c.contains(',') {
+        Some("its name holds a comma, which pleroma_attach's list cannot give")
+    } else if c.trim() != c || c.is_empty() {
+        Some("its name begins or ends with a space, which pleroma_attach's list cannot give")
+    } else {
+        None
+    }
 }
 
 /// `FROM` text of a sample of `table`: 16 rowid ranges across it, or its
@@ -333,11 +376,13 @@ fn dim_sql(d: &Dim) -> String {
     }
 }
 
-/// Facts of each dimension and measure over `from`, in one scan.
+/// Facts of each dimension and measure over `from`, in one scan
+/// (`numeric`: the columns of INTEGER or NUMERIC affinity).
 fn facts(
     db: &rusqlite::Connection,
     from: &str,
     dims: &[Dim],
+    numeric: &[String],
     measures: &[String],
 ) -> rusqlite::Result<(Vec<Facts>, Vec<Facts>)> {
     let mut list = Vec::new();
@@ -345,10 +390,17 @@ fn facts(
         let s = dim_sql(d);
         list.push(format!("(SELECT count(*) FROM (SELECT DISTINCT {s} FROM {from} LIMIT {}))", CAP + 1));
         list.push(format!("coalesce(max(typeof({s}) IN ('real', 'blob')), 0)"));
+        let num = matches!(d, Dim::Column(c) if numeric.contains(c));
+        list.push(if num {
+            format!("coalesce(max(typeof({s}) = 'text'), 0)")
+        } else {
+            "0".into()
+        });
     }
     for m in measures {
         let s = catalog::quote(m);
         list.push(format!("coalesce(max(typeof({s}) NOT IN ('integer', 'null')), 0)"));
+        list.push(format!("coalesce(total(abs({s})) >= 9.2e18, 0)"));
     }
     if list.is_empty() {
         return Ok((Vec::new(), Vec::new()));
@@ -356,19 +408,23 @@ fn facts(
     let sql = format!("SELECT {}, count(*) FROM {from}", list.join(", "));
     db.query_row(&sql, [], |r| {
         let rows: i64 = r.get(list.len())?;
+        let flag = |i: usize| -> rusqlite::Result<bool> { Ok(r.get::<_, i64>(i)? != 0) };
         let mut ds = Vec::new();
         for k in 0..dims.len() {
             ds.push(Facts {
                 rows,
-                distinct: r.get(2 * k)?,
-                not_dim: r.get::<_, i64>(2 * k + 1)? != 0,
-                not_measure: false,
+                distinct: r.get(3 * k)?,
+                not_dim: flag(3 * k + 1)?,
+                text_in_numeric: flag(3 * k + 2)?,
+                ..Facts::default()
             });
         }
         let mut ms = Vec::new();
         for k in 0..measures.len() {
+            let at = 3 * dims.len() + 2 * k;
             ms.push(Facts {
-                not_measure: r.get::<_, i64>(2 * dims.len() + k)? != 0,
+                not_measure: flag(at)?,
+                may_overflow: flag(at + 1)?,
                 ..Facts::default()
             });
         }
@@ -467,7 +523,7 @@ pub(crate) fn advise(
         .collect();
     let mut rows = Vec::new();
     for table in &tables {
-        let columns = table_columns(db, table).map_err(sql_err)?;
+        let (columns, numeric) = table_columns(db, table).map_err(sql_err)?;
         let stmts: Vec<(&str, Usage)> = still
             .iter()
             .filter_map(|s| usage(s, table, &columns).map(|u| (*s, u)))
@@ -475,7 +531,7 @@ pub(crate) fn advise(
         if stmts.is_empty() {
             continue;
         }
-        for p in propose(db, planes, table, &columns, &stmts)? {
+        for p in propose(db, planes, table, &columns, &numeric, &stmts)? {
             rows.push(p);
         }
     }
@@ -494,6 +550,7 @@ fn propose(
     planes: &Planes,
     table: &str,
     columns: &[String],
+    numeric: &[String],
     stmts: &[(&str, Usage)],
 ) -> Result<Vec<Vec<Value>>, String> {
     let sql_err = |e: rusqlite::Error| format!("pleroma_advise: {e}");
@@ -532,22 +589,29 @@ fn propose(
     let mut dims_ok: Vec<Dim> = Vec::new();
     for d in &as_dims {
         if let Dim::Expr(e) = d {
-            if let Err(e2) = facts(db, &from, std::slice::from_ref(d), &[]) {
+            if let Err(e2) = facts(db, &from, std::slice::from_ref(d), numeric, &[]) {
                 unused.push((e.clone(), format!("SQLite cannot evaluate it over the table: {e2}")));
                 continue;
             }
         }
         dims_ok.push(d.clone());
     }
-    let (dfacts, mfacts) = facts(db, &from, &dims_ok, &all_meas).map_err(sql_err)?;
-    let dim_fact = |d: &Dim| dims_ok.iter().position(|x| x == d).map(|i| dfacts[i].clone());
+    let (dfacts, mfacts) = facts(db, &from, &dims_ok, numeric, &all_meas).map_err(sql_err)?;
+    let dim_fact = |d: &Dim| {
+        if matches!(d, Dim::Column(c) if unnameable(c).is_some()) {
+            return None;
+        }
+        dims_ok.iter().position(|x| x == d).map(|i| dfacts[i].clone())
+    };
     let good_measure = |m: &String| {
         let k = all_meas.iter().position(|x| x == m).expect("a measure");
-        !mfacts[k].not_measure
+        !mfacts[k].not_measure && !mfacts[k].may_overflow && unnameable(m).is_none()
     };
     let why_not_dim = |f: &Facts| -> Option<String> {
         if f.not_dim {
             Some("holds REAL or BLOB values".into())
+        } else if f.text_in_numeric {
+            Some("holds TEXT values in a column of numeric affinity, which the router leaves to SQLite".into())
         } else if f.distinct > CAP {
             Some(format!("more than {CAP} distinct values"))
         } else if f.rows >= 100 && f.distinct * 2 > f.rows {
@@ -606,6 +670,16 @@ fn propose(
             push_new(&mut unused, (name, why));
         }
     }
+    for c in columns.iter().filter_map(|c| unnameable(c).map(|w| (c, w))) {
+        if all_dims.contains(&Dim::Column(c.0.clone())) || all_meas.contains(c.0) {
+            push_new(&mut unused, (c.0.clone(), c.1.to_owned()));
+        }
+    }
+    for (k, m) in all_meas.iter().enumerate() {
+        if mfacts[k].may_overflow && !mfacts[k].not_measure {
+            push_new(&mut unused, (m.clone(), "its values add past 64 bits: its sums may be left to SQLite".into()));
+        }
+    }
     for m in &all_meas {
         if !good_measure(m) && dim_fact(&Dim::Column(m.clone())).as_ref().and_then(why_not_dim).is_some() {
             push_new(&mut unused, (m.clone(), "holds values other than INTEGER and NULL (a measure), and cannot be a dimension either".into()));
@@ -615,7 +689,7 @@ fn propose(
     let name = planes.find_named(table, None).map(|_| {
         let mut n = "advised".to_owned();
         let mut k = 2;
-        while planes.find_named(table, Some(&n)).is_some() {
+        while planes.find_named(table, Some(&n)).is_some() || n.eq_ignore_ascii_case(table) {
             n = format!("advised_{k}");
             k += 1;
         }
@@ -665,7 +739,7 @@ fn propose(
     // The whole table, as the attach will read it.
     let mut out = Vec::new();
     for p in kept {
-        if !whole_table_ok(db, table, &p).map_err(sql_err)? {
+        if !whole_table_ok(db, table, numeric, &p).map_err(sql_err)? {
             continue;
         }
         let dims: Vec<String> = (0..p.def.dims.len()).map(|k| p.def.dim_text(k)).collect();
@@ -696,12 +770,12 @@ fn propose(
             Value::Integer(p.cells),
             Value::Integer(p.bytes),
             Value::Text(unused_here.join("; ")),
+            // A JSON array of the texts (a text may span lines).
             Value::Text(
-                p.serves
-                    .iter()
-                    .map(|&i| stmts[i].0.trim().to_owned())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
+                serde_json::to_string(
+                    &p.serves.iter().map(|&i| stmts[i].0.trim()).collect::<Vec<_>>(),
+                )
+                .expect("strings serialize"),
             ),
         ]);
     }
@@ -733,9 +807,33 @@ fn served_by(db: &rusqlite::Connection, entry: PlaneEntry, stmts: &[(&str, Usage
 }
 
 /// Whether the proposal's columns hold, over the whole table, what
-/// `pleroma_attach` accepts (one scan).
-fn whole_table_ok(db: &rusqlite::Connection, table: &str, p: &Proposal) -> rusqlite::Result<bool> {
+/// `pleroma_attach` accepts and the router serves: each column in one
+/// scan, and the occupied cells of all the dimensions together under the
+/// plane's bound.
+fn whole_table_ok(
+    db: &rusqlite::Connection,
+    table: &str,
+    numeric: &[String],
+    p: &Proposal,
+) -> rusqlite::Result<bool> {
     let from = format!("main.{}", catalog::quote(table));
-    let (ds, ms) = facts(db, &from, &p.dims, &p.measures)?;
-    Ok(ds.iter().all(|f| !f.not_dim && f.distinct <= CAP) && ms.iter().all(|f| !f.not_measure))
+    let (ds, ms) = facts(db, &from, &p.dims, numeric, &p.measures)?;
+    let columns_ok = ds
+        .iter()
+        .all(|f| !f.not_dim && !f.text_in_numeric && f.distinct <= CAP)
+        && ms.iter().all(|f| !f.not_measure && !f.may_overflow);
+    if !columns_ok || p.dims.is_empty() {
+        return Ok(columns_ok);
+    }
+    let list: Vec<String> = p.dims.iter().map(dim_sql).collect();
+    let cells: i64 = db.query_row(
+        &format!(
+            "SELECT count(*) FROM (SELECT DISTINCT {} FROM {from} LIMIT {})",
+            list.join(", "),
+            catalog::MAX_CELLS + 1
+        ),
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(cells as usize <= catalog::MAX_CELLS)
 }

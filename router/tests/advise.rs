@@ -72,15 +72,15 @@ fn every_proposal_serves_what_it_claims() {
         assert!(int_of(&row[4]) > 0 && int_of(&row[5]) > 0);
         // Attached on a fresh copy, it serves each statement it names.
         let mut p = Pair::new(SETUP, text_of(&row[1]));
-        let which: Vec<&str> = text_of(&row[7]).lines().collect();
+        let which: Vec<String> = serde_json::from_str(text_of(&row[7])).unwrap();
         assert_eq!(which.len() as i64, serves);
-        for q in which {
+        for q in &which {
             p.served(q, &[]);
         }
         // And keeps doing so after writes.
         p.exec("INSERT INTO events(country, plan, ts, cents) VALUES ('Z', 'pro', 1767225600, 7)");
         p.exec("DELETE FROM events WHERE id % 7 = 0");
-        for q in text_of(&row[7]).lines() {
+        for q in &which {
             p.served(q, &[]);
         }
     }
@@ -110,4 +110,56 @@ fn advice_for_one_table_and_after_attaching() {
         assert!(text_of(&row[1]).ends_with("'advised')"), "{again:?}");
         assert!(!text_of(&row[7]).contains("date(ts"), "{again:?}");
     }
+}
+
+/// Found from outside: proposals whose attach failed, or that named
+/// statements the router then left to SQLite.
+#[test]
+fn what_the_outside_attack_found_is_advised_right() {
+    let setup = "CREATE TABLE e(k INTEGER, cents INTEGER, g TEXT, \"a,b\" INTEGER, big INTEGER);
+         INSERT INTO e VALUES (1, 5, 'x', 1, 5000000000000000000), (2, 'abc', 'y', 2, -5000000000000000000),
+                              ('zz', 7, 'x', 3, -4000000000000000000), (4, 8, 'y', 1, 1);
+         CREATE TABLE advised(a TEXT, m INTEGER); INSERT INTO advised VALUES ('p', 1), ('q', 2);";
+    let own = "PRAGMA pleroma_attach('advised', 'a', '')";
+    let dashboard = [
+        // TEXT in INTEGER columns (`k`, `cents`): no dimension of them.
+        "SELECT k, MAX(cents) FROM e GROUP BY k",
+        // A column whose name holds a comma; a sum that may pass 64 bits.
+        "SELECT \"a,b\", COUNT(*) FROM e GROUP BY \"a,b\"",
+        "SELECT g, SUM(big) FROM e GROUP BY g",
+        // A qualified GROUP BY column.
+        "SELECT x.g, COUNT(*) FROM e x GROUP BY x.g",
+        // The table `advised` has its own plane: another name.
+        "SELECT a, SUM(m) FROM advised GROUP BY a",
+    ];
+    let mut c = Connection::open_in_memory().unwrap();
+    c.execute_batch(setup).unwrap();
+    c.execute_batch(own).unwrap();
+    for q in dashboard {
+        c.query(q, &[]).unwrap();
+    }
+    let advice = c.query("PRAGMA pleroma_advise", &[]).unwrap();
+    assert!(!advice.rows.is_empty());
+    let mut all_unused = String::new();
+    for row in advice.rows.iter() {
+        let mut p = Pair::new(setup, own);
+        p.pl.execute_batch(text_of(&row[1])).unwrap();
+        let which: Vec<String> = serde_json::from_str(text_of(&row[7])).unwrap();
+        for q in &which {
+            p.served(q, &[]);
+        }
+        all_unused.push_str(text_of(&row[6]));
+    }
+    for why in ["k: holds TEXT", "a,b: its name holds a comma", "big: its values add past 64 bits"] {
+        assert!(all_unused.contains(why), "{why}: {advice:?}");
+    }
+    let named: Vec<&str> = advice.rows.iter().map(|r| text_of(&r[1])).collect();
+    assert!(
+        named.iter().any(|s| s.starts_with("PRAGMA pleroma_attach('advised', 'a', 'm', 'advised_2')")),
+        "{named:?}"
+    );
+    assert!(
+        named.iter().any(|s| s.starts_with("PRAGMA pleroma_attach('e', 'g'")),
+        "the qualified column is a dimension: {named:?}"
+    );
 }
