@@ -182,5 +182,19 @@ fn a_user_object_with_a_name_pleroma_needs_refuses_the_attach() {
             .unwrap();
         c.query("SELECT g, SUM(m) FROM t GROUP BY g", &[]).unwrap();
         assert_eq!(c.last_route().kind, pleroma::RouteKind::Plane);
+        // And persistence cannot be turned on over it; turning it off left
+        // the user's object alone.
+        let e = err(&mut c, "PRAGMA pleroma_persist = on");
+        assert!(e.contains(want), "{own}: {e}");
+        c.execute("INSERT INTO t VALUES ('c', 3)", &[]).unwrap();
+        let kept: i64 = c
+            .sqlite()
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'pleroma_state' OR name LIKE 'pleroma_guard_t'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(kept, 1, "{own}");
     }
 }

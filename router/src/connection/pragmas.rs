@@ -204,6 +204,14 @@ impl Connection {
                             .into(),
                     ));
                 }
+                if on {
+                    let tables: Vec<String> = self.lock().tables().map(str::to_owned).collect();
+                    for t in tables {
+                        if let Some(why) = persist::names_taken(&self.db, &t)? {
+                            return Err(Error::Pragma(format!("pleroma_persist: {why}")));
+                        }
+                    }
+                }
                 self.db.execute_batch("BEGIN")?;
                 let r = self.user_counters.hidden(&self.db, || {
                     persist::lock_settings(&self.db)?;

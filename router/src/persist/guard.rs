@@ -345,11 +345,7 @@ pub(crate) fn names_taken(db: &rusqlite::Connection, table: &str) -> rusqlite::R
         .optional()
     };
     if let Some((t, _)) = kind(STATE)? {
-        let cols: Vec<String> = db
-            .prepare("SELECT name FROM pragma_table_info(?1, 'main')")?
-            .query_map([STATE], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        if t != "table" || cols != ["seq", "kind", "schema_version", "schema_hash", "body"] {
+        if state_is_ours(db)? != Some(true) {
             return Ok(Some(format!(
                 "the {t} {STATE} is not Pleroma's, which keeps the planes' state under that name; \
                  rename it, or PRAGMA pleroma_persist = off"
@@ -366,6 +362,25 @@ pub(crate) fn names_taken(db: &rusqlite::Connection, table: &str) -> rusqlite::R
         }
     }
     Ok(None)
+}
+
+/// Whether main's `pleroma_state` is Pleroma's: a table with the state's
+/// columns (`None`: there is none).
+pub(crate) fn state_is_ours(db: &rusqlite::Connection) -> rusqlite::Result<Option<bool>> {
+    let t: Option<String> = db
+        .prepare_cached("SELECT type FROM main.sqlite_schema WHERE name = ?1 COLLATE NOCASE")?
+        .query_row([STATE], |r| r.get(0))
+        .optional()?;
+    let Some(t) = t else {
+        return Ok(None);
+    };
+    let cols: Vec<String> = db
+        .prepare_cached("SELECT name FROM pragma_table_info(?1, 'main')")?
+        .query_map([STATE], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(Some(
+        t == "table" && cols == ["seq", "kind", "schema_version", "schema_hash", "body"],
+    ))
 }
 
 /// Drop the guard of a table that no longer has a plane.

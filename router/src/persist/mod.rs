@@ -108,14 +108,22 @@ fn settings_ddl() -> String {
 /// transaction; ends with a one-row write.
 pub(crate) fn set_setting(db: &rusqlite::Connection, on: bool) -> rusqlite::Result<()> {
     if !on {
+        // Pleroma's own only (found from outside: a user's table named
+        // `pleroma_state` was dropped here): an index whose SQL calls the
+        // guard function, the state table with the state's columns.
         let guards: Vec<String> = db
-            .prepare("SELECT name FROM main.sqlite_schema WHERE type = 'index' AND name LIKE 'pleroma\\_guard\\_%' ESCAPE '\\'")?
+            .prepare(&format!(
+                "SELECT name FROM main.sqlite_schema WHERE type = 'index' \
+                 AND name LIKE 'pleroma\\_guard\\_%' ESCAPE '\\' AND sql LIKE '%{GUARD_FN}(%'"
+            ))?
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         for g in guards {
             crate::user_counters::schema_statement(db, &format!("DROP INDEX main.{}", quote(&g)))?;
         }
-        crate::user_counters::schema_statement(db, &format!("DROP TABLE IF EXISTS main.{STATE}"))?;
+        if state_is_ours(db)? == Some(true) {
+            crate::user_counters::schema_statement(db, &format!("DROP TABLE main.{STATE}"))?;
+        }
     }
     crate::user_counters::schema_statement(db, &settings_ddl())?;
     db.execute(
