@@ -306,14 +306,7 @@ fn table_columns(
     db: &rusqlite::Connection,
     table: &str,
 ) -> rusqlite::Result<(Vec<String>, Vec<String>)> {
-    let strict: bool = db
-        .query_row(
-            "SELECT strict FROM pragma_table_list WHERE schema = 'main' AND name = ?1",
-            [table],
-            |r| r.get::<_, i64>(0),
-        )
-        .map(|s| s != 0)
-        .unwrap_or(false);
+    let strict = catalog::is_strict(db, table);
     let cols: Vec<(String, String)> = db
         .prepare("SELECT name, type FROM pragma_table_info(?1, 'main')")?
         .query_map([table], |r| Ok((r.get(0)?, r.get(1)?)))?

@@ -8,20 +8,10 @@ use super::*;
 /// (a missing column, a REAL in a dimension, a dimension over its cap) come
 /// back as an out-of-service entry with the reason.
 pub(crate) fn build_entry(db: &rusqlite::Connection, def: impl Into<Arc<PlaneDef>>) -> PlaneEntry {
-    let def: Arc<PlaneDef> = def.into();
-    let mut config = PlaneConfig::new(def.dims.clone(), def.measures.clone());
-    config.cap = def.cap;
-    let mut entry = PlaneEntry {
-        cols: Arc::default(),
-        plane: Plane::new(config),
-        broken: None,
-        stats: EntryStats::default(),
-        def,
+    let mut entry = match empty_entry(db, def.into()) {
+        Ok(e) => e,
+        Err(broken) => return broken,
     };
-    if let Err(reason) = resolve_columns(db, &mut entry) {
-        entry.broken = Some(reason);
-        return entry;
-    }
     if let Err(e) = fill(db, &mut entry) {
         entry.broken = Some(format!("rebuild failed: {e}"));
     }
@@ -29,10 +19,9 @@ pub(crate) fn build_entry(db: &rusqlite::Connection, def: impl Into<Arc<PlaneDef
     entry
 }
 
-/// `def`'s plane over the rows of `from` (a sample of its table, as SQL
-/// after `FROM`), for `PRAGMA pleroma_advise`.
-pub(crate) fn sample_entry(db: &rusqlite::Connection, def: PlaneDef, from: &str) -> PlaneEntry {
-    let def = Arc::new(def);
+/// `def`'s plane with no row yet, its columns found in the table; `Err`:
+/// the entry out of service, with the reason.
+fn empty_entry(db: &rusqlite::Connection, def: Arc<PlaneDef>) -> Result<PlaneEntry, PlaneEntry> {
     let mut config = PlaneConfig::new(def.dims.clone(), def.measures.clone());
     config.cap = def.cap;
     let mut entry = PlaneEntry {
@@ -42,10 +31,22 @@ pub(crate) fn sample_entry(db: &rusqlite::Connection, def: PlaneDef, from: &str)
         stats: EntryStats::default(),
         def,
     };
-    if let Err(reason) = resolve_columns(db, &mut entry) {
-        entry.broken = Some(reason);
-        return entry;
+    match resolve_columns(db, &mut entry) {
+        Ok(()) => Ok(entry),
+        Err(reason) => {
+            entry.broken = Some(reason);
+            Err(entry)
+        }
     }
+}
+
+/// `def`'s plane over the rows of `from` (a sample of its table, as SQL
+/// after `FROM`), for `PRAGMA pleroma_advise`.
+pub(crate) fn sample_entry(db: &rusqlite::Connection, def: PlaneDef, from: &str) -> PlaneEntry {
+    let mut entry = match empty_entry(db, Arc::new(def)) {
+        Ok(e) => e,
+        Err(broken) => return broken,
+    };
     let full = scan_sql(&entry.def, None);
     let table_from = format!(" FROM main.{}", quote(&entry.def.table));
     let sql = match full.strip_suffix(&table_from) {

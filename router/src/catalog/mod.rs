@@ -173,15 +173,18 @@ struct ColumnInfo {
     coll: String,
 }
 
+/// Whether main's `table` is STRICT.
+pub(crate) fn is_strict(db: &rusqlite::Connection, table: &str) -> bool {
+    db.query_row(
+        "SELECT strict FROM pragma_table_list WHERE schema = 'main' AND name = ?1",
+        [table],
+        |r| r.get::<_, i64>(0),
+    )
+    .is_ok_and(|s| s != 0)
+}
+
 fn table_columns(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec<ColumnInfo>> {
-    let strict: bool = db
-        .query_row(
-            "SELECT strict FROM pragma_table_list WHERE schema = 'main' AND name = ?1",
-            [table],
-            |r| r.get::<_, i64>(0),
-        )
-        .map(|s| s != 0)
-        .unwrap_or(false);
+    let strict = is_strict(db, table);
     let mut stmt =
         db.prepare_cached("SELECT name, type, hidden FROM pragma_table_xinfo(?1, 'main')")?;
     let rows = stmt.query_map([table], |r| {
