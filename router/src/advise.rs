@@ -393,7 +393,8 @@ fn facts(
     for m in measures {
         let s = catalog::quote(m);
         list.push(format!("coalesce(max(typeof({s}) NOT IN ('integer', 'null')), 0)"));
-        list.push(format!("coalesce(total(abs({s})) >= 9.2e18, 0)"));
+        // As REAL: `abs` of -2^63 as an integer raises "integer overflow".
+        list.push(format!("coalesce(total(abs(CAST({s} AS REAL))) >= 9.2e18, 0)"));
     }
     if list.is_empty() {
         return Ok((Vec::new(), Vec::new()));

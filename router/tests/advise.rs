@@ -118,7 +118,8 @@ fn advice_for_one_table_and_after_attaching() {
 fn what_the_outside_attack_found_is_advised_right() {
     let setup = "CREATE TABLE e(k INTEGER, cents INTEGER, g TEXT, \"a,b\" INTEGER, big INTEGER);
          INSERT INTO e VALUES (1, 5, 'x', 1, 5000000000000000000), (2, 'abc', 'y', 2, -5000000000000000000),
-                              ('zz', 7, 'x', 3, -4000000000000000000), (4, 8, 'y', 1, 1);
+                              ('zz', 7, 'x', 3, -4000000000000000000), (4, 8, 'y', 1, 1),
+                              (5, 1, 'z', 2, -9223372036854775808), (6, 1, 'z', 2, 9223372036854775807);
          CREATE TABLE advised(a TEXT, m INTEGER); INSERT INTO advised VALUES ('p', 1), ('q', 2);";
     let own = "PRAGMA pleroma_attach('advised', 'a', '')";
     let dashboard = [

@@ -163,6 +163,10 @@ fn a_user_object_with_a_name_pleroma_needs_refuses_the_attach() {
         ("CREATE TABLE pleroma_state(x)", "pleroma_state is not Pleroma's"),
         ("CREATE TABLE pleroma_guard_t(x)", "pleroma_guard_t is not Pleroma's"),
         ("CREATE VIEW Pleroma_Guard_T AS SELECT 1", "is not Pleroma's"),
+        // An index of the table itself under the guard's name, and a table
+        // under the state table's guard's name.
+        ("CREATE INDEX pleroma_guard_t ON t(g)", "pleroma_guard_t is not Pleroma's"),
+        ("CREATE TABLE pleroma_guard_pleroma_state(x)", "pleroma_guard_pleroma_state is not Pleroma's"),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.sqlite");
@@ -190,11 +194,11 @@ fn a_user_object_with_a_name_pleroma_needs_refuses_the_attach() {
         let kept: i64 = c
             .sqlite()
             .query_row(
-                "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'pleroma_state' OR name LIKE 'pleroma_guard_t'",
-                [],
+                "SELECT count(*) FROM sqlite_schema WHERE name = ?1 COLLATE NOCASE AND sql = ?2",
+                [own.split_whitespace().nth(2).unwrap().split('(').next().unwrap(), own],
                 |r| r.get(0),
             )
             .unwrap();
-        assert_eq!(kept, 1, "{own}");
+        assert_eq!(kept, 1, "the user's object, as it was: {own}");
     }
 }

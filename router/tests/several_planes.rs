@@ -213,6 +213,19 @@ fn a_transaction_of_a_connection_without_planes_writes_after_an_attach_elsewhere
     )
     .unwrap();
     a.execute_batch("SAVEPOINT x; UPDATE t SET m = m + 1 WHERE a = 'q'; RELEASE x").unwrap();
+    // After a schema change earlier in the transaction (the persisted state
+    // is then of another schema version: rebuilt, with the file's keys).
+    let mut a2 = Connection::open(&path).unwrap();
+    a2.execute_batch("PRAGMA pleroma_detach('t')").unwrap();
+    let mut a3 = Connection::open(&path).unwrap();
+    {
+        let mut b = Connection::open(&path).unwrap();
+        b.execute_batch("PRAGMA pleroma_attach('t', 'a, c', 'm'); PRAGMA pleroma_attach('t', 'c', 'n', 'by_c')")
+            .unwrap();
+    }
+    a3.execute_batch("BEGIN; CREATE TABLE zz(x); INSERT INTO t VALUES ('s', 5, 'W', 2, 2); COMMIT")
+        .unwrap();
+    drop((a2, a3));
     a.execute_batch("BEGIN; DELETE FROM t WHERE c = 'Z'; ROLLBACK").unwrap();
     for sql in [
         "SELECT a, c, SUM(m), COUNT(*) FROM t GROUP BY a, c ORDER BY 1, 2",

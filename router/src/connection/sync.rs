@@ -334,6 +334,10 @@ impl Connection {
             Ok(e) => e,
             Err(Untrusted::Sql(e)) => return Err(e.into()),
             Err(Untrusted::Stale(why)) => {
+                // The guard passes this connection's writes only with the
+                // file's keys (found from outside: after a schema change
+                // earlier in the transaction the write was refused again).
+                self.guard.set_keys(persist::file_keys(&self.db)?);
                 self.persisted.forget();
                 let mut entries = catalog::load_entries(&self.db)?;
                 for e in &mut entries {

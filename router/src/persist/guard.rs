@@ -322,7 +322,8 @@ pub(crate) fn drop_guards(db: &rusqlite::Connection) -> rusqlite::Result<()> {
     let guards: Vec<String> = db
         .prepare_cached(
             "SELECT name FROM main.sqlite_schema WHERE type = 'index' \
-             AND name LIKE 'pleroma\\_guard\\_%' ESCAPE '\\' AND tbl_name <> 'pleroma_state'",
+             AND name LIKE 'pleroma\\_guard\\_%' ESCAPE '\\' AND tbl_name <> 'pleroma_state' \
+             AND sql LIKE '%pleroma_guard(%'",
         )?
         .query_map([], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
@@ -352,16 +353,34 @@ pub(crate) fn names_taken(db: &rusqlite::Connection, table: &str) -> rusqlite::R
             )));
         }
     }
-    let g = format!("pleroma_guard_{table}");
-    if let Some((t, on)) = kind(&g)? {
-        if t != "index" || !on.eq_ignore_ascii_case(table) {
+    for (g, of) in [
+        (format!("pleroma_guard_{table}"), table),
+        (format!("pleroma_guard_{STATE}"), STATE),
+    ] {
+        if kind(&g)?.is_some() && !is_guard(db, &g, of)? {
+            let t = kind(&g)?.map(|k| k.0).unwrap_or_default();
             return Ok(Some(format!(
-                "the {t} {g} is not Pleroma's, which guards {table} under that name; \
+                "the {t} {g} is not Pleroma's, which guards {of} under that name; \
                  rename it, or PRAGMA pleroma_persist = off"
             )));
         }
     }
     Ok(None)
+}
+
+/// Whether the object `name` is a guard Pleroma made on `table`: an index
+/// of it whose WHERE calls the guard function (found from outside: a
+/// user's index of that name was dropped as if it were one).
+pub(crate) fn is_guard(db: &rusqlite::Connection, name: &str, table: &str) -> rusqlite::Result<bool> {
+    let row: Option<(String, String, Option<String>)> = db
+        .prepare_cached("SELECT type, tbl_name, sql FROM main.sqlite_schema WHERE name = ?1 COLLATE NOCASE")?
+        .query_row([name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()?;
+    Ok(row.is_some_and(|(t, on, sql)| {
+        t == "index"
+            && on.eq_ignore_ascii_case(table)
+            && sql.is_some_and(|s| s.contains(&format!("{GUARD_FN}(")))
+    }))
 }
 
 /// Whether main's `pleroma_state` is Pleroma's: a table with the state's
@@ -386,7 +405,7 @@ pub(crate) fn state_is_ours(db: &rusqlite::Connection) -> rusqlite::Result<Optio
 /// Drop the guard of a table that no longer has a plane.
 pub(crate) fn drop_guard(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<()> {
     let name = format!("pleroma_guard_{table}");
-    if object_sql(db, &name)?.is_some() {
+    if is_guard(db, &name, table)? {
         crate::user_counters::schema_statement(db, &format!("DROP INDEX main.{}", quote(&name)))?;
     }
     Ok(())
