@@ -239,3 +239,42 @@ fn a_transaction_of_a_connection_without_planes_writes_after_an_attach_elsewhere
         assert_eq!(fresh.query(sql, &[]).unwrap().rows, rows.rows, "{sql}");
     }
 }
+
+/// Found from outside (second round): persistence turned on or off by
+/// another connection, then a write inside a transaction here. On: the
+/// write was refused. Off: this transaction's COMMIT made the state table
+/// and the guards again, and plain programs were refused from then on.
+#[test]
+fn persistence_turned_on_or_off_elsewhere_then_a_transaction_here() {
+    for turn_on in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let plain = || rusqlite::Connection::open(&path).unwrap();
+        let mut setup = Connection::open(&path).unwrap();
+        setup.execute_batch(SETUP).unwrap();
+        if turn_on {
+            setup.execute_batch("PRAGMA pleroma_persist = off").unwrap();
+        }
+        setup.execute_batch("PRAGMA pleroma_attach('t', 'a, c', 'm')").unwrap();
+        drop(setup);
+        let mut a = Connection::open(&path).unwrap();
+        let mut b = Connection::open(&path).unwrap();
+        b.execute_batch(if turn_on { "PRAGMA pleroma_persist = on" } else { "PRAGMA pleroma_persist = off" })
+            .unwrap();
+        a.execute_batch("BEGIN; INSERT INTO t VALUES ('q', 1, 'Z', 7, 1); COMMIT").unwrap();
+        let sql = "SELECT a, c, SUM(m) FROM t GROUP BY a, c ORDER BY 1, 2";
+        let rows = a.query(sql, &[]).unwrap();
+        assert_eq!(rows.rows, sqlite_rows(&plain(), sql, &[]).unwrap());
+        let state: i64 = plain()
+            .query_row("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'pleroma\\_state' ESCAPE '\\' OR name LIKE 'pleroma\\_guard\\_%' ESCAPE '\\'", [], |r| r.get(0))
+            .unwrap();
+        if turn_on {
+            assert_eq!(state, 3, "the state table and its two guards");
+        } else {
+            assert_eq!(state, 0, "persistence stays off");
+            plain().execute("INSERT INTO t VALUES ('p', 1, 'Y', 1, 1)", []).unwrap();
+        }
+        let mut fresh = Connection::open(&path).unwrap();
+        assert_eq!(fresh.query(sql, &[]).unwrap().rows, sqlite_rows(&plain(), sql, &[]).unwrap());
+    }
+}

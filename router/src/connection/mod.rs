@@ -360,17 +360,18 @@ impl Connection {
             // plane or made new guards: follow the file. An autocommit
             // statement (undone whole by SQLite) runs once more on the
             // planes as they are now.
-            self.refresh_persist()?;
-            // Inside a transaction, a connection that had no plane opens
-            // them where it stands (found from outside: every write of its
-            // transactions to the newly planed table was refused).
+            let turned_on = self.refresh_persist()?;
+            // Inside a transaction, a connection that had no plane, or
+            // whose planes were not persisted, opens them where it stands
+            // (found from outside: every write of its transactions to the
+            // newly planed table was refused).
             let reopened = if auto && self.db.is_autocommit() {
                 self.reopen_planes()?;
                 true
             } else {
                 !self.db.is_autocommit()
                     && self.persisted.on
-                    && self.lock().is_empty()
+                    && (turned_on || self.lock().is_empty())
                     && self.open_planes_in_txn()?
             };
             if reopened {

@@ -315,9 +315,10 @@ impl Connection {
     }
 
     /// Open the planes the catalog lists again, as a new connection would.
-    /// Inside a transaction of a connection that had no plane, whose write
-    /// the guard refused (another connection attached a plane since it
-    /// opened): open the planes there. The refused write held the write
+    /// Inside a transaction of a connection that had no plane, or whose
+    /// planes were not persisted, whose write the guard refused (another
+    /// connection attached a plane, or turned persistence on, since):
+    /// open the planes there from the persisted state. The refused write held the write
     /// lock, so the transaction sees the newest commit, and it has changed
     /// no planed row (each was refused), so the persisted state it reads is
     /// its own state too. Its savepoints were not tracked without planes:
@@ -371,13 +372,15 @@ impl Connection {
 
     /// Read the persistence setting again (it may have changed in another
     /// connection); a change makes the next write persist a checkpoint.
-    pub(super) fn refresh_persist(&mut self) -> Result<()> {
+    /// `true`: it was turned on since.
+    pub(super) fn refresh_persist(&mut self) -> Result<bool> {
         let on = persist::setting_on(&self.db)?;
+        let turned_on = on && !self.persisted.on;
         if on != self.persisted.on {
             self.persisted.on = on;
             self.persisted.forget();
         }
-        Ok(())
+        Ok(turned_on)
     }
 
     /// Persist the planes in a transaction of their own: a checkpoint

@@ -443,6 +443,14 @@ impl Connection {
             self.data_version = v;
             return Ok(());
         }
+        // Another connection may have turned persistence off (found from
+        // outside: this transaction's COMMIT then made the state table and
+        // the guards again, and plain programs were refused): read the
+        // setting under the lock, where nobody can change it.
+        self.refresh_persist()?;
+        if !self.persisted.on {
+            return Ok(());
+        }
         // `Some(why)`: not provable from the log; the COMMIT rebuilds.
         let _ = self.follow_persisted()?;
         Ok(())
