@@ -60,13 +60,13 @@ fn a_bad_pragma_argument_is_named() {
         r.stderr
     );
     let r = pleroma(
-        &[
-            "sql",
-            db.to_str().unwrap(),
-            "PRAGMA pleroma_attach('t')",
-        ],
+        &["sql", db.to_str().unwrap(), "PRAGMA pleroma_attach('t')"],
         "",
     );
     assert_ne!(r.code, Some(0));
-    assert!(r.stderr.contains("expected 2 to 4 arguments"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("expected 2 to 4 arguments"),
+        "{}",
+        r.stderr
+    );
 }

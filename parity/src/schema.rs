@@ -434,10 +434,7 @@ impl Schema {
             dims.swap(i, rng.below(i + 1));
         }
         dims.truncate(rng.range(1, self.dims.len().max(2) as i64 - 1) as usize);
-        let prefix = dims
-            .iter()
-            .zip(&self.dims)
-            .all(|(a, b)| *a == b.name);
+        let prefix = dims.iter().zip(&self.dims).all(|(a, b)| *a == b.name);
         if prefix {
             dims.reverse();
             if dims.len() == 1 {

@@ -114,7 +114,9 @@ fn column_of<'c>(t: &Token<'_>, columns: &'c [String]) -> Option<&'c String> {
 /// What statement `sql` reads of `table` (whose columns are `columns`);
 /// `None` when it is no SELECT or does not name the table.
 fn usage(sql: &str, table: &str, columns: &[String]) -> Option<Usage> {
-    let toks: Vec<Token<'_>> = tokenize::code(sql).filter(|t| t.kind != Kind::Semi).collect();
+    let toks: Vec<Token<'_>> = tokenize::code(sql)
+        .filter(|t| t.kind != Kind::Semi)
+        .collect();
     let first = toks.first()?;
     if !(first.is("select") || first.is("with")) {
         return None;
@@ -136,7 +138,8 @@ fn usage(sql: &str, table: &str, columns: &[String]) -> Option<Usage> {
         match t.text {
             "(" => {
                 let opens = prev.is_some_and(|p| {
-                    p.kind == Kind::Word && AGGREGATES.iter().any(|a| p.text.eq_ignore_ascii_case(a))
+                    p.kind == Kind::Word
+                        && AGGREGATES.iter().any(|a| p.text.eq_ignore_ascii_case(a))
                 });
                 agg.push(opens || agg.last() == Some(&true));
                 continue;
@@ -195,9 +198,17 @@ fn group_by_items(toks: &[Token<'_>]) -> Vec<std::ops::Range<usize>> {
                     start = j + 1;
                 }
                 _ if depth == 0
-                    && ["having", "order", "limit", "window", "union", "except", "intersect"]
-                        .iter()
-                        .any(|k| t.is(k)) =>
+                    && [
+                        "having",
+                        "order",
+                        "limit",
+                        "window",
+                        "union",
+                        "except",
+                        "intersect",
+                    ]
+                    .iter()
+                    .any(|k| t.is(k)) =>
                 {
                     break
                 }
@@ -219,8 +230,13 @@ fn group_dim(toks: &[Token<'_>], item: std::ops::Range<usize>, columns: &[String
         [] => return None,
         [one] if column_of(one, columns).is_some() => return None,
         // `e.cc`: the column itself.
-        [q, dot, one] if dot.text == "." && matches!(q.kind, Kind::Word | Kind::Quoted)
-            && column_of(one, columns).is_some() => return None,
+        [q, dot, one]
+            if dot.text == "."
+                && matches!(q.kind, Kind::Word | Kind::Quoted)
+                && column_of(one, columns).is_some() =>
+        {
+            return None
+        }
         [one] if matches!(one.kind, Kind::Word | Kind::Quoted) => aliased(toks, &one.value())?,
         _ => slice,
     };
@@ -232,7 +248,9 @@ fn group_dim(toks: &[Token<'_>], item: std::ops::Range<usize>, columns: &[String
     let mut k = 0;
     while k < expr.len() {
         let t = &expr[k];
-        if matches!(t.kind, Kind::Word | Kind::Quoted) && expr.get(k + 1).is_some_and(|n| n.text == ".") {
+        if matches!(t.kind, Kind::Word | Kind::Quoted)
+            && expr.get(k + 1).is_some_and(|n| n.text == ".")
+        {
             k += 2;
             continue;
         }
@@ -248,7 +266,8 @@ fn group_dim(toks: &[Token<'_>], item: std::ops::Range<usize>, columns: &[String
 fn needs_space(before: &str, next: &str) -> bool {
     let word = |c: char| c.is_alphanumeric() || c == '_' || c == '\'' || c == '"';
     let (a, b) = (before.chars().last(), next.chars().next());
-    matches!((a, b), (Some(a), Some(b)) if word(a) && word(b)) || next == "||"
+    matches!((a, b), (Some(a), Some(b)) if word(a) && word(b))
+        || next == "||"
         || before.ends_with(',')
 }
 
@@ -381,7 +400,10 @@ fn facts(
     let mut list = Vec::new();
     for d in dims {
         let s = dim_sql(d);
-        list.push(format!("(SELECT count(*) FROM (SELECT DISTINCT {s} FROM {from} LIMIT {}))", CAP + 1));
+        list.push(format!(
+            "(SELECT count(*) FROM (SELECT DISTINCT {s} FROM {from} LIMIT {}))",
+            CAP + 1
+        ));
         list.push(format!("coalesce(max(typeof({s}) IN ('real', 'blob')), 0)"));
         let num = matches!(d, Dim::Column(c) if numeric.contains(c));
         list.push(if num {
@@ -392,9 +414,13 @@ fn facts(
     }
     for m in measures {
         let s = catalog::quote(m);
-        list.push(format!("coalesce(max(typeof({s}) NOT IN ('integer', 'null')), 0)"));
+        list.push(format!(
+            "coalesce(max(typeof({s}) NOT IN ('integer', 'null')), 0)"
+        ));
         // As REAL: `abs` of -2^63 as an integer raises "integer overflow".
-        list.push(format!("coalesce(total(abs(CAST({s} AS REAL))) >= 9.2e18, 0)"));
+        list.push(format!(
+            "coalesce(total(abs(CAST({s} AS REAL))) >= 9.2e18, 0)"
+        ));
     }
     if list.is_empty() {
         return Ok((Vec::new(), Vec::new()));
@@ -444,13 +470,22 @@ fn dim_text(d: &Dim, taken: &mut Vec<String>, columns: &[String]) -> String {
         Dim::Expr(e) => {
             let base: String = {
                 let mut toks = tokenize::code(e);
-                let f = toks.next().map(|t| t.text.to_ascii_lowercase()).unwrap_or_default();
+                let f = toks
+                    .next()
+                    .map(|t| t.text.to_ascii_lowercase())
+                    .unwrap_or_default();
                 let c = tokenize::code(e)
                     .find(|t| column_of(t, columns).is_some())
                     .map(|t| t.value().to_ascii_lowercase())
                     .unwrap_or_default();
-                let f: String = f.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-                let c: String = c.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                let f: String = f
+                    .chars()
+                    .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                let c: String = c
+                    .chars()
+                    .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
                 match (f.is_empty(), c.is_empty()) {
                     (false, false) => format!("{f}_{c}"),
                     (false, true) => f,
@@ -513,7 +548,12 @@ pub(crate) fn advise(
         .texts
         .iter()
         .map(String::as_str)
-        .filter(|s| matches!(classify::classify(db, planes, s, false), Classified::Declined(_)))
+        .filter(|s| {
+            matches!(
+                classify::classify(db, planes, s, false),
+                Classified::Declined(_)
+            )
+        })
         .collect();
     let mut rows = Vec::new();
     for table in &tables {
@@ -530,10 +570,19 @@ pub(crate) fn advise(
         }
     }
     Ok(Rows {
-        columns: ["table", "statement", "serves", "declined", "cells", "bytes", "unused", "which"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+        columns: [
+            "table",
+            "statement",
+            "serves",
+            "declined",
+            "cells",
+            "bytes",
+            "unused",
+            "which",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
         rows: rows.into(),
     })
 }
@@ -584,7 +633,10 @@ fn propose(
     for d in &as_dims {
         if let Dim::Expr(e) = d {
             if let Err(e2) = facts(db, &from, std::slice::from_ref(d), numeric, &[]) {
-                unused.push((e.clone(), format!("SQLite cannot evaluate it over the table: {e2}")));
+                unused.push((
+                    e.clone(),
+                    format!("SQLite cannot evaluate it over the table: {e2}"),
+                ));
                 continue;
             }
         }
@@ -595,7 +647,10 @@ fn propose(
         if matches!(d, Dim::Column(c) if unnameable(c).is_some()) {
             return None;
         }
-        dims_ok.iter().position(|x| x == d).map(|i| dfacts[i].clone())
+        dims_ok
+            .iter()
+            .position(|x| x == d)
+            .map(|i| dfacts[i].clone())
     };
     let good_measure = |m: &String| {
         let k = all_meas.iter().position(|x| x == m).expect("a measure");
@@ -652,7 +707,8 @@ fn propose(
             push_new(&mut cands, (ds, ms));
         }
     }
-    union_d.sort_by_key(|d| std::cmp::Reverse(dim_use.iter().find(|x| &x.0 == d).map_or(0, |x| x.1)));
+    union_d
+        .sort_by_key(|d| std::cmp::Reverse(dim_use.iter().find(|x| &x.0 == d).map_or(0, |x| x.1)));
     union_d.truncate(6);
     cands.insert(0, (union_d, union_m));
     for d in &all_dims {
@@ -671,11 +727,22 @@ fn propose(
     }
     for (k, m) in all_meas.iter().enumerate() {
         if mfacts[k].may_overflow && !mfacts[k].not_measure {
-            push_new(&mut unused, (m.clone(), "its values add past 64 bits: its sums may be left to SQLite".into()));
+            push_new(
+                &mut unused,
+                (
+                    m.clone(),
+                    "its values add past 64 bits: its sums may be left to SQLite".into(),
+                ),
+            );
         }
     }
     for m in &all_meas {
-        if !good_measure(m) && dim_fact(&Dim::Column(m.clone())).as_ref().and_then(why_not_dim).is_some() {
+        if !good_measure(m)
+            && dim_fact(&Dim::Column(m.clone()))
+                .as_ref()
+                .and_then(why_not_dim)
+                .is_some()
+        {
             push_new(&mut unused, (m.clone(), "holds values other than INTEGER and NULL (a measure), and cannot be a dimension either".into()));
         }
     }
@@ -691,11 +758,17 @@ fn propose(
     });
     let mut proposals: Vec<Proposal> = Vec::new();
     for (ds, ms) in cands {
-        if proposals.iter().any(|p| same_set(&p.dims, &ds) && same_set(&p.measures, &ms)) {
+        if proposals
+            .iter()
+            .any(|p| same_set(&p.dims, &ds) && same_set(&p.measures, &ms))
+        {
             continue;
         }
         let mut taken = Vec::new();
-        let dtexts: Vec<String> = ds.iter().map(|d| dim_text(d, &mut taken, columns)).collect();
+        let dtexts: Vec<String> = ds
+            .iter()
+            .map(|d| dim_text(d, &mut taken, columns))
+            .collect();
         let Ok(mut def) = catalog::validate_def(db, table, &dtexts, &ms) else {
             continue;
         };
@@ -719,12 +792,20 @@ fn propose(
         });
     }
     // Most statements served first, then the smallest.
-    proposals.sort_by(|a, b| b.serves.len().cmp(&a.serves.len()).then(a.bytes.cmp(&b.bytes)));
+    proposals.sort_by(|a, b| {
+        b.serves
+            .len()
+            .cmp(&a.serves.len())
+            .then(a.bytes.cmp(&b.bytes))
+    });
     // A proposal is kept only if it serves a statement that none before it
     // serves, or is smaller than each before it.
     let mut kept: Vec<Proposal> = Vec::new();
     for p in proposals {
-        let new = p.serves.iter().any(|s| kept.iter().all(|k| !k.serves.contains(s)));
+        let new = p
+            .serves
+            .iter()
+            .any(|s| kept.iter().all(|k| !k.serves.contains(s)));
         let smaller = kept.iter().all(|k| p.bytes < k.bytes);
         if kept.len() < MOST && (kept.is_empty() || new || smaller) {
             kept.push(p);
@@ -758,7 +839,12 @@ fn propose(
         }
         out.push(vec![
             Value::Text(table.to_owned()),
-            Value::Text(statement(table, &dims, &p.def.measures, p.def.name.as_deref())),
+            Value::Text(statement(
+                table,
+                &dims,
+                &p.def.measures,
+                p.def.name.as_deref(),
+            )),
             Value::Integer(p.serves.len() as i64),
             Value::Integer(stmts.len() as i64),
             Value::Integer(p.cells),
@@ -767,7 +853,10 @@ fn propose(
             // A JSON array of the texts (a text may span lines).
             Value::Text(
                 serde_json::to_string(
-                    &p.serves.iter().map(|&i| stmts[i].0.trim()).collect::<Vec<_>>(),
+                    &p.serves
+                        .iter()
+                        .map(|&i| stmts[i].0.trim())
+                        .collect::<Vec<_>>(),
                 )
                 .expect("strings serialize"),
             ),
@@ -795,7 +884,12 @@ fn served_by(db: &rusqlite::Connection, entry: PlaneEntry, stmts: &[(&str, Usage
     stmts
         .iter()
         .enumerate()
-        .filter(|(_, (s, _))| !matches!(classify::classify(db, &planes, s, false), Classified::Declined(_)))
+        .filter(|(_, (s, _))| {
+            !matches!(
+                classify::classify(db, &planes, s, false),
+                Classified::Declined(_)
+            )
+        })
         .map(|(i, _)| i)
         .collect()
 }

@@ -122,7 +122,9 @@ fn feed_hits<'a, 'b>(
     let mut log = p.undo.recording.then_some(&mut p.undo);
     for &i in hits {
         let entry = &mut p.entries[i];
-        if crate::mutation::active(Mutation::StaleLimb) && matches!(entry.def.role, Role::LimbDim(_)) {
+        if crate::mutation::active(Mutation::StaleLimb)
+            && matches!(entry.def.role, Role::LimbDim(_))
+        {
             continue;
         }
         feed(entry, i, op, old, new, log.as_deref_mut());

@@ -128,7 +128,9 @@ impl Planes {
     /// The plane `name` of a table (`None`: the table's own plane).
     pub fn find_named(&self, table: &str, name: Option<&str>) -> Option<usize> {
         self.entries.iter().position(|e| {
-            e.def.role == Role::Plane && e.def.table.eq_ignore_ascii_case(table) && e.def.is_named(name)
+            e.def.role == Role::Plane
+                && e.def.table.eq_ignore_ascii_case(table)
+                && e.def.is_named(name)
         })
     }
     /// The plane a plan was made for. (Mutation `wrong_plane`: the table's

@@ -315,10 +315,15 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(matches!(p, Pragma::Attach { name: Some(n), .. } if n == "by_ab"));
-        let p = parse("PRAGMA pleroma_detach('t', 'by_ab')").unwrap().unwrap();
+        let p = parse("PRAGMA pleroma_detach('t', 'by_ab')")
+            .unwrap()
+            .unwrap();
         assert_eq!(
             p,
-            Pragma::Detach { table: "t".into(), plane: Some("by_ab".into()) }
+            Pragma::Detach {
+                table: "t".into(),
+                plane: Some("by_ab".into())
+            }
         );
     }
 
@@ -328,7 +333,10 @@ mod tests {
             parse("PRAGMA pleroma_detach(/* which */ 't' -- ,'u'\n)")
                 .unwrap()
                 .unwrap(),
-            Pragma::Detach { table: "t".into(), plane: None }
+            Pragma::Detach {
+                table: "t".into(),
+                plane: None
+            }
         );
         let e = parse("PRAGMA pleroma_detach('t' 'u')")
             .unwrap()

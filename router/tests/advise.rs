@@ -5,7 +5,8 @@ mod common;
 use common::*;
 use pleroma::{Connection, RouteKind, Value};
 
-const SETUP: &str = "CREATE TABLE events(id INTEGER PRIMARY KEY, country TEXT, plan TEXT, ts INTEGER, \
+const SETUP: &str =
+    "CREATE TABLE events(id INTEGER PRIMARY KEY, country TEXT, plan TEXT, ts INTEGER, \
      cents INTEGER, price REAL, note TEXT);
      WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 2999)
      INSERT INTO events(country, plan, ts, cents, price, note)
@@ -52,7 +53,16 @@ fn every_proposal_serves_what_it_claims() {
     let advice = c.query("PRAGMA pleroma_advise", &[]).unwrap();
     assert_eq!(
         advice.columns.to_vec(),
-        ["table", "statement", "serves", "declined", "cells", "bytes", "unused", "which"]
+        [
+            "table",
+            "statement",
+            "serves",
+            "declined",
+            "cells",
+            "bytes",
+            "unused",
+            "which"
+        ]
     );
     assert!(!advice.rows.is_empty(), "no proposal");
     let best = &advice.rows[0];
@@ -93,8 +103,15 @@ fn advice_for_one_table_and_after_attaching() {
     for q in DASHBOARD {
         c.query(q, &[]).unwrap();
     }
-    assert!(c.query("PRAGMA pleroma_advise('countries')", &[]).unwrap().rows.is_empty());
-    let e = c.query("PRAGMA pleroma_advise('nope')", &[]).unwrap_err().to_string();
+    assert!(c
+        .query("PRAGMA pleroma_advise('countries')", &[])
+        .unwrap()
+        .rows
+        .is_empty());
+    let e = c
+        .query("PRAGMA pleroma_advise('nope')", &[])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("no such table: nope"), "{e}");
     let advice = c.query("PRAGMA pleroma_advise('EVENTS')", &[]).unwrap();
     let stmt = text_of(&advice.rows[0][1]).to_owned();
@@ -151,16 +168,24 @@ fn what_the_outside_attack_found_is_advised_right() {
         }
         all_unused.push_str(text_of(&row[6]));
     }
-    for why in ["k: holds TEXT", "a,b: its name holds a comma", "big: its values add past 64 bits"] {
+    for why in [
+        "k: holds TEXT",
+        "a,b: its name holds a comma",
+        "big: its values add past 64 bits",
+    ] {
         assert!(all_unused.contains(why), "{why}: {advice:?}");
     }
     let named: Vec<&str> = advice.rows.iter().map(|r| text_of(&r[1])).collect();
     assert!(
-        named.iter().any(|s| s.starts_with("PRAGMA pleroma_attach('advised', 'a', 'm', 'advised_2')")),
+        named
+            .iter()
+            .any(|s| s.starts_with("PRAGMA pleroma_attach('advised', 'a', 'm', 'advised_2')")),
         "{named:?}"
     );
     assert!(
-        named.iter().any(|s| s.starts_with("PRAGMA pleroma_attach('e', 'g'")),
+        named
+            .iter()
+            .any(|s| s.starts_with("PRAGMA pleroma_attach('e', 'g'")),
         "the qualified column is a dimension: {named:?}"
     );
 }

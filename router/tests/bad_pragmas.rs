@@ -43,8 +43,14 @@ fn each_bad_input_is_named_and_nothing_changes() {
         ("PRAGMA pleroma_attach('t', 'n', 'm')", "collation NOCASE"),
         ("PRAGMA pleroma_attach('t', 'f', 'm')", "REAL value"),
         ("PRAGMA pleroma_attach('t')", "expected 2 to 4 arguments"),
-        ("PRAGMA pleroma_attach('t', 'g', 'm', 'p', 'q')", "expected 2 to 4 arguments"),
-        ("PRAGMA pleroma_detach('t', 'p', 'q')", "expected 1 or 2 arguments"),
+        (
+            "PRAGMA pleroma_attach('t', 'g', 'm', 'p', 'q')",
+            "expected 2 to 4 arguments",
+        ),
+        (
+            "PRAGMA pleroma_detach('t', 'p', 'q')",
+            "expected 1 or 2 arguments",
+        ),
         ("PRAGMA pleroma_attach(t, 'g', 'm')", "single-quoted"),
         ("PRAGMA pleroma_attach('t', 'g', 'm'", "parentheses"),
         ("PRAGMA pleroma_detach('t')", "has no plane"),
@@ -95,16 +101,26 @@ fn a_dimension_past_1024_values_is_served() {
     c.execute_batch("WITH RECURSIVE s(i) AS (SELECT 3000 UNION ALL SELECT i+1 FROM s WHERE i < 6000) INSERT INTO t SELECT i, 'Z', i FROM s;").unwrap();
     let plain = c.sqlite();
     let want: Vec<(i64, i64)> = plain
-        .prepare("SELECT k % 7, SUM(m) FROM t WHERE k BETWEEN 1000 AND 5000 GROUP BY k % 7 ORDER BY 1")
+        .prepare(
+            "SELECT k % 7, SUM(m) FROM t WHERE k BETWEEN 1000 AND 5000 GROUP BY k % 7 ORDER BY 1",
+        )
         .unwrap()
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
     let got = c
-        .query("SELECT k % 7, SUM(m) FROM t WHERE k BETWEEN 1000 AND 5000 GROUP BY k % 7 ORDER BY 1", &[])
+        .query(
+            "SELECT k % 7, SUM(m) FROM t WHERE k BETWEEN 1000 AND 5000 GROUP BY k % 7 ORDER BY 1",
+            &[],
+        )
         .unwrap();
-    assert_ne!(c.last_route().kind, pleroma::RouteKind::Engine, "{:?}", c.last_route());
+    assert_ne!(
+        c.last_route().kind,
+        pleroma::RouteKind::Engine,
+        "{:?}",
+        c.last_route()
+    );
     let got: Vec<(i64, i64)> = got
         .rows
         .iter()
@@ -160,13 +176,28 @@ fn attach_inside_a_transaction_is_refused() {
 #[test]
 fn a_user_object_with_a_name_pleroma_needs_refuses_the_attach() {
     for (own, want) in [
-        ("CREATE TABLE pleroma_state(x)", "pleroma_state is not Pleroma's"),
-        ("CREATE TABLE pleroma_guard_t(x)", "pleroma_guard_t is not Pleroma's"),
-        ("CREATE VIEW Pleroma_Guard_T AS SELECT 1", "is not Pleroma's"),
+        (
+            "CREATE TABLE pleroma_state(x)",
+            "pleroma_state is not Pleroma's",
+        ),
+        (
+            "CREATE TABLE pleroma_guard_t(x)",
+            "pleroma_guard_t is not Pleroma's",
+        ),
+        (
+            "CREATE VIEW Pleroma_Guard_T AS SELECT 1",
+            "is not Pleroma's",
+        ),
         // An index of the table itself under the guard's name, and a table
         // under the state table's guard's name.
-        ("CREATE INDEX pleroma_guard_t ON t(g)", "pleroma_guard_t is not Pleroma's"),
-        ("CREATE TABLE pleroma_guard_pleroma_state(x)", "pleroma_guard_pleroma_state is not Pleroma's"),
+        (
+            "CREATE INDEX pleroma_guard_t ON t(g)",
+            "pleroma_guard_t is not Pleroma's",
+        ),
+        (
+            "CREATE TABLE pleroma_guard_pleroma_state(x)",
+            "pleroma_guard_pleroma_state is not Pleroma's",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.sqlite");
@@ -180,7 +211,11 @@ fn a_user_object_with_a_name_pleroma_needs_refuses_the_attach() {
         c.execute("INSERT INTO t VALUES ('b', 2)", &[]).unwrap();
         drop(c);
         let mut c = Connection::open(&path).unwrap();
-        assert!(c.query("PRAGMA pleroma_planes", &[]).unwrap().rows.is_empty());
+        assert!(c
+            .query("PRAGMA pleroma_planes", &[])
+            .unwrap()
+            .rows
+            .is_empty());
         // With persistence off, the plane needs neither name.
         c.execute_batch("PRAGMA pleroma_persist = off; PRAGMA pleroma_attach('t', 'g', 'm')")
             .unwrap();
@@ -195,7 +230,15 @@ fn a_user_object_with_a_name_pleroma_needs_refuses_the_attach() {
             .sqlite()
             .query_row(
                 "SELECT count(*) FROM sqlite_schema WHERE name = ?1 COLLATE NOCASE AND sql = ?2",
-                [own.split_whitespace().nth(2).unwrap().split('(').next().unwrap(), own],
+                [
+                    own.split_whitespace()
+                        .nth(2)
+                        .unwrap()
+                        .split('(')
+                        .next()
+                        .unwrap(),
+                    own,
+                ],
                 |r| r.get(0),
             )
             .unwrap();

@@ -55,8 +55,7 @@ fn explained(c: &mut Connection, sql: &str) -> Value {
 #[test]
 fn the_smallest_plane_that_serves_answers() {
     let mut p = Pair::new(SETUP, "PRAGMA pleroma_attach('t', 'a, b, c', 'm, n')");
-    p.pl
-        .execute_batch("PRAGMA pleroma_attach('t', 'c, a', 'm', 'by_ca')")
+    p.pl.execute_batch("PRAGMA pleroma_attach('t', 'c, a', 'm', 'by_ca')")
         .unwrap();
     // Both serve it: the smaller one answers (its dimensions in another
     // order than the big one's, so the wrong plane gives wrong groups).
@@ -85,37 +84,47 @@ fn the_smallest_plane_that_serves_answers() {
     let small = counts.iter().find(|r| r.1 == "by_ca").unwrap();
     let big = counts.iter().find(|r| r.1 == "t").unwrap();
     assert!(small.2 < big.2, "{counts:?}");
-    assert!(small.3 >= 4 && big.3 >= 2, "served counted per plane: {counts:?}");
+    assert!(
+        small.3 >= 4 && big.3 >= 2,
+        "served counted per plane: {counts:?}"
+    );
 }
 
 #[test]
 fn attach_detach_and_rebuild_by_name() {
     let mut c = Connection::open_in_memory().unwrap();
     c.execute_batch(SETUP).unwrap();
-    c.execute_batch("PRAGMA pleroma_attach('t', 'a, b', 'm')").unwrap();
+    c.execute_batch("PRAGMA pleroma_attach('t', 'a, b', 'm')")
+        .unwrap();
     let e = c
         .execute_batch("PRAGMA pleroma_attach('t', 'a', 'm')")
         .unwrap_err()
         .to_string();
     assert!(e.contains("already has a plane"), "{e}");
-    c.execute_batch("PRAGMA pleroma_attach('t', 'c', 'n', 'By_C')").unwrap();
+    c.execute_batch("PRAGMA pleroma_attach('t', 'c', 'n', 'By_C')")
+        .unwrap();
     let e = c
         .execute_batch("PRAGMA pleroma_attach('t', 'a', 'n', 'by_c')")
         .unwrap_err()
         .to_string();
     assert!(e.contains("already has a plane named by_c"), "{e}");
     // The two-argument form: COUNT(*) only.
-    c.execute_batch("PRAGMA pleroma_attach('t', 'b', 'm', 'by_b'); PRAGMA pleroma_detach('t', 'by_b')")
+    c.execute_batch(
+        "PRAGMA pleroma_attach('t', 'b', 'm', 'by_b'); PRAGMA pleroma_detach('t', 'by_b')",
+    )
+    .unwrap();
+    c.execute_batch("PRAGMA pleroma_attach('t', 'a, c', '', 'counts')")
         .unwrap();
-    c.execute_batch("PRAGMA pleroma_attach('t', 'a, c', '', 'counts')").unwrap();
-    c.query("SELECT c, COUNT(*) FROM t GROUP BY c", &[]).unwrap();
+    c.query("SELECT c, COUNT(*) FROM t GROUP BY c", &[])
+        .unwrap();
     assert_eq!(c.last_route().kind, RouteKind::Plane);
     let e = c
         .execute_batch("PRAGMA pleroma_detach('t', 'nope')")
         .unwrap_err()
         .to_string();
     assert!(e.contains("table t has no plane named nope"), "{e}");
-    c.execute_batch("PRAGMA pleroma_rebuild('t', 'by_c')").unwrap();
+    c.execute_batch("PRAGMA pleroma_rebuild('t', 'by_c')")
+        .unwrap();
     let rebuilt: Vec<_> = planes(&mut c).into_iter().map(|r| (r.1, r.5)).collect();
     assert_eq!(
         rebuilt,
@@ -149,13 +158,19 @@ fn named_planes_are_persisted_and_followed() {
     {
         let mut c = Connection::open(&path).unwrap();
         c.execute_batch(SETUP).unwrap();
-        c.execute_batch("PRAGMA pleroma_attach('t', 'a, b, c', 'm')").unwrap();
-        c.execute_batch("PRAGMA pleroma_attach('t', 'c, a', 'm', 'by_ca')").unwrap();
+        c.execute_batch("PRAGMA pleroma_attach('t', 'a, b, c', 'm')")
+            .unwrap();
+        c.execute_batch("PRAGMA pleroma_attach('t', 'c, a', 'm', 'by_ca')")
+            .unwrap();
         // Another connection of this process, and another "process" (a
         // connection that opened before the writes) follow the commits.
         let mut other = Connection::open(&path).unwrap();
-        assert_eq!(other.query(q, &[]).unwrap().rows, sqlite_rows(&plain(), q, &[]).unwrap());
-        c.execute("INSERT INTO t VALUES ('q', 1, 'Z', 7, 1)", &[]).unwrap();
+        assert_eq!(
+            other.query(q, &[]).unwrap().rows,
+            sqlite_rows(&plain(), q, &[]).unwrap()
+        );
+        c.execute("INSERT INTO t VALUES ('q', 1, 'Z', 7, 1)", &[])
+            .unwrap();
         c.execute("DELETE FROM t WHERE b = 2", &[]).unwrap();
         for sql in [q, q_big] {
             let rows = other.query(sql, &[]).unwrap();
@@ -176,7 +191,8 @@ fn named_planes_are_persisted_and_followed() {
     assert!(p.iter().all(|r| r.5 == 0), "no rebuild on open: {p:?}");
     // Detaching the named one keeps the table's own, and the guard still
     // refuses a plain writer.
-    c.execute_batch("PRAGMA pleroma_detach('t', 'by_ca')").unwrap();
+    c.execute_batch("PRAGMA pleroma_detach('t', 'by_ca')")
+        .unwrap();
     drop(c);
     let e = plain()
         .execute("INSERT INTO t VALUES ('x', 1, 'X', 1, 1)", [])
@@ -185,7 +201,10 @@ fn named_planes_are_persisted_and_followed() {
     assert!(e.contains("pleroma_guard"), "{e}");
     let mut c = Connection::open(&path).unwrap();
     let p = planes(&mut c);
-    assert_eq!(p.iter().map(|r| (r.1.as_str(), r.5)).collect::<Vec<_>>(), vec![("t", 0)]);
+    assert_eq!(
+        p.iter().map(|r| (r.1.as_str(), r.5)).collect::<Vec<_>>(),
+        vec![("t", 0)]
+    );
     let rows = c.query(q, &[]).unwrap();
     assert_eq!(c.last_route().kind, RouteKind::Plane);
     assert_eq!(rows.rows, sqlite_rows(&plain(), q, &[]).unwrap());
@@ -203,8 +222,10 @@ fn a_transaction_of_a_connection_without_planes_writes_after_an_attach_elsewhere
     a.execute_batch(SETUP).unwrap();
     {
         let mut b = Connection::open(&path).unwrap();
-        b.execute_batch("PRAGMA pleroma_attach('t', 'a, c', 'm'); PRAGMA pleroma_attach('t', 'c', 'n', 'by_c')")
-            .unwrap();
+        b.execute_batch(
+            "PRAGMA pleroma_attach('t', 'a, c', 'm'); PRAGMA pleroma_attach('t', 'c', 'n', 'by_c')",
+        )
+        .unwrap();
     }
     a.execute_batch(
         "BEGIN; INSERT INTO t VALUES ('q', 1, 'Z', 7, 1); SAVEPOINT s; \
@@ -212,7 +233,8 @@ fn a_transaction_of_a_connection_without_planes_writes_after_an_attach_elsewhere
          INSERT INTO t VALUES ('r', 3, 'Y', 1, 1); COMMIT",
     )
     .unwrap();
-    a.execute_batch("SAVEPOINT x; UPDATE t SET m = m + 1 WHERE a = 'q'; RELEASE x").unwrap();
+    a.execute_batch("SAVEPOINT x; UPDATE t SET m = m + 1 WHERE a = 'q'; RELEASE x")
+        .unwrap();
     // After a schema change earlier in the transaction (the persisted state
     // is then of another schema version: rebuilt, with the file's keys).
     let mut a2 = Connection::open(&path).unwrap();
@@ -220,19 +242,27 @@ fn a_transaction_of_a_connection_without_planes_writes_after_an_attach_elsewhere
     let mut a3 = Connection::open(&path).unwrap();
     {
         let mut b = Connection::open(&path).unwrap();
-        b.execute_batch("PRAGMA pleroma_attach('t', 'a, c', 'm'); PRAGMA pleroma_attach('t', 'c', 'n', 'by_c')")
-            .unwrap();
+        b.execute_batch(
+            "PRAGMA pleroma_attach('t', 'a, c', 'm'); PRAGMA pleroma_attach('t', 'c', 'n', 'by_c')",
+        )
+        .unwrap();
     }
     a3.execute_batch("BEGIN; CREATE TABLE zz(x); INSERT INTO t VALUES ('s', 5, 'W', 2, 2); COMMIT")
         .unwrap();
     drop((a2, a3));
-    a.execute_batch("BEGIN; DELETE FROM t WHERE c = 'Z'; ROLLBACK").unwrap();
+    a.execute_batch("BEGIN; DELETE FROM t WHERE c = 'Z'; ROLLBACK")
+        .unwrap();
     for sql in [
         "SELECT a, c, SUM(m), COUNT(*) FROM t GROUP BY a, c ORDER BY 1, 2",
         "SELECT c, SUM(n) FROM t GROUP BY c ORDER BY c",
     ] {
         let rows = a.query(sql, &[]).unwrap();
-        assert_ne!(a.last_route().kind, RouteKind::Engine, "{sql}: {:?}", a.last_route());
+        assert_ne!(
+            a.last_route().kind,
+            RouteKind::Engine,
+            "{sql}: {:?}",
+            a.last_route()
+        );
         assert_eq!(rows.rows, sqlite_rows(&plain(), sql, &[]).unwrap(), "{sql}");
         // And a new connection, from the persisted state.
         let mut fresh = Connection::open(&path).unwrap();
@@ -255,13 +285,20 @@ fn persistence_turned_on_or_off_elsewhere_then_a_transaction_here() {
         if turn_on {
             setup.execute_batch("PRAGMA pleroma_persist = off").unwrap();
         }
-        setup.execute_batch("PRAGMA pleroma_attach('t', 'a, c', 'm')").unwrap();
+        setup
+            .execute_batch("PRAGMA pleroma_attach('t', 'a, c', 'm')")
+            .unwrap();
         drop(setup);
         let mut a = Connection::open(&path).unwrap();
         let mut b = Connection::open(&path).unwrap();
-        b.execute_batch(if turn_on { "PRAGMA pleroma_persist = on" } else { "PRAGMA pleroma_persist = off" })
+        b.execute_batch(if turn_on {
+            "PRAGMA pleroma_persist = on"
+        } else {
+            "PRAGMA pleroma_persist = off"
+        })
+        .unwrap();
+        a.execute_batch("BEGIN; INSERT INTO t VALUES ('q', 1, 'Z', 7, 1); COMMIT")
             .unwrap();
-        a.execute_batch("BEGIN; INSERT INTO t VALUES ('q', 1, 'Z', 7, 1); COMMIT").unwrap();
         let sql = "SELECT a, c, SUM(m) FROM t GROUP BY a, c ORDER BY 1, 2";
         let rows = a.query(sql, &[]).unwrap();
         assert_eq!(rows.rows, sqlite_rows(&plain(), sql, &[]).unwrap());
@@ -272,9 +309,14 @@ fn persistence_turned_on_or_off_elsewhere_then_a_transaction_here() {
             assert_eq!(state, 3, "the state table and its two guards");
         } else {
             assert_eq!(state, 0, "persistence stays off");
-            plain().execute("INSERT INTO t VALUES ('p', 1, 'Y', 1, 1)", []).unwrap();
+            plain()
+                .execute("INSERT INTO t VALUES ('p', 1, 'Y', 1, 1)", [])
+                .unwrap();
         }
         let mut fresh = Connection::open(&path).unwrap();
-        assert_eq!(fresh.query(sql, &[]).unwrap().rows, sqlite_rows(&plain(), sql, &[]).unwrap());
+        assert_eq!(
+            fresh.query(sql, &[]).unwrap().rows,
+            sqlite_rows(&plain(), sql, &[]).unwrap()
+        );
     }
 }

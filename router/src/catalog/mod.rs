@@ -590,7 +590,9 @@ pub(crate) fn store(db: &rusqlite::Connection, def: &PlaneDef) -> rusqlite::Resu
     let (dims, measures) = (dims_text(def), def.measures.join(","));
     match &def.name {
         None => db.execute(
-            &format!("INSERT OR REPLACE INTO main.{CATALOG}(tbl, dims, measures) VALUES (?1, ?2, ?3)"),
+            &format!(
+                "INSERT OR REPLACE INTO main.{CATALOG}(tbl, dims, measures) VALUES (?1, ?2, ?3)"
+            ),
             [&def.table, &dims, &measures],
         )?,
         Some(name) => {
@@ -688,7 +690,9 @@ fn catalog_tables(db: &rusqlite::Connection) -> rusqlite::Result<[bool; 3]> {
         "SELECT lower(name) FROM main.sqlite_master WHERE type = 'table' \
          AND (lower(name) = '{CATALOG}' OR lower(name) = '{NAMED}' OR lower(name) = '{LIMBS}')"
     ))?;
-    let names: Vec<String> = stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+    let names: Vec<String> = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
     Ok([CATALOG, NAMED, LIMBS].map(|t| names.iter().any(|n| n == t)))
 }
 

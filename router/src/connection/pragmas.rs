@@ -23,7 +23,11 @@ impl Connection {
                 }
                 // A plane named after its table is the table's own plane.
                 def.name = name.filter(|n| !n.eq_ignore_ascii_case(&def.table));
-                if self.lock().find_named(&def.table, def.name.as_deref()).is_some() {
+                if self
+                    .lock()
+                    .find_named(&def.table, def.name.as_deref())
+                    .is_some()
+                {
                     return Err(Error::Pragma(match &def.name {
                         None => format!(
                             "pleroma_attach: table {} already has a plane; name another one with a fourth argument",
@@ -151,9 +155,13 @@ impl Connection {
                 let mut shared = planes::lock(&self.shared);
                 match plane {
                     None => planes::rebuild_one(&self.db, &mut shared, &name, Rebuild::Requested),
-                    Some(p) => {
-                        planes::rebuild_plane(&self.db, &mut shared, &name, p.as_deref(), Rebuild::Requested)
-                    }
+                    Some(p) => planes::rebuild_plane(
+                        &self.db,
+                        &mut shared,
+                        &name,
+                        p.as_deref(),
+                        Rebuild::Requested,
+                    ),
                 }
                 drop(shared);
                 self.after_catalog_change(version);

@@ -61,7 +61,10 @@ impl Connection {
             self.last_route = Route::engine("no plane attached");
             // For `pleroma_advise`: what may be a SELECT (it reads the
             // words; anything else is left out there).
-            if matches!(sql.trim_start().as_bytes().first(), Some(b'S' | b's' | b'W' | b'w')) {
+            if matches!(
+                sql.trim_start().as_bytes().first(),
+                Some(b'S' | b's' | b'W' | b'w')
+            ) {
                 self.declined.note(sql);
             }
             // Its commits still have to be published for the others; an

@@ -281,7 +281,10 @@ pub(super) fn guards_ok(
     let same = checked.as_ref().is_some_and(|c| {
         c.version == version
             && c.defs.len() == defs.len()
-            && c.defs.iter().zip(&defs).all(|(a, b)| Arc::ptr_eq(a, b) || a == b)
+            && c.defs
+                .iter()
+                .zip(&defs)
+                .all(|(a, b)| Arc::ptr_eq(a, b) || a == b)
     });
     if !same {
         *checked = None;
@@ -294,7 +297,8 @@ pub(super) fn guards_ok(
         for g in &specs {
             let stored = object_sql(db, &g.name)?.flatten();
             let want = g.sql.replacen("CREATE INDEX ", "CREATE INDEX main.", 1);
-            if stored.as_deref() != Some(g.sql.as_str()) && stored.as_deref() != Some(want.as_str()) {
+            if stored.as_deref() != Some(g.sql.as_str()) && stored.as_deref() != Some(want.as_str())
+            {
                 return Err(Rebuild::GuardMissing.into());
             }
         }
@@ -337,7 +341,10 @@ pub(crate) fn drop_guards(db: &rusqlite::Connection) -> rusqlite::Result<()> {
 /// object holds a name it needs (found from outside: a user table named
 /// `pleroma_state` made the file unopenable after an attach, one named
 /// `pleroma_guard_t` failed every later INSERT into `t`).
-pub(crate) fn names_taken(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<Option<String>> {
+pub(crate) fn names_taken(
+    db: &rusqlite::Connection,
+    table: &str,
+) -> rusqlite::Result<Option<String>> {
     let kind = |name: &str| -> rusqlite::Result<Option<(String, String)>> {
         db.prepare_cached(
             "SELECT type, tbl_name FROM main.sqlite_schema WHERE name = ?1 COLLATE NOCASE",
@@ -371,9 +378,15 @@ pub(crate) fn names_taken(db: &rusqlite::Connection, table: &str) -> rusqlite::R
 /// Whether the object `name` is a guard Pleroma made on `table`: an index
 /// of it whose WHERE calls the guard function (found from outside: a
 /// user's index of that name was dropped as if it were one).
-pub(crate) fn is_guard(db: &rusqlite::Connection, name: &str, table: &str) -> rusqlite::Result<bool> {
+pub(crate) fn is_guard(
+    db: &rusqlite::Connection,
+    name: &str,
+    table: &str,
+) -> rusqlite::Result<bool> {
     let row: Option<(String, String, Option<String>)> = db
-        .prepare_cached("SELECT type, tbl_name, sql FROM main.sqlite_schema WHERE name = ?1 COLLATE NOCASE")?
+        .prepare_cached(
+            "SELECT type, tbl_name, sql FROM main.sqlite_schema WHERE name = ?1 COLLATE NOCASE",
+        )?
         .query_row([name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
     Ok(row.is_some_and(|(t, on, sql)| {
