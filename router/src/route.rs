@@ -47,7 +47,20 @@ pub struct Route {
     pub engine_cost: Option<f64>,
 }
 
+/// The reason a limb join's answer gives (`rules::answer_from_limb`).
+pub(crate) const LIMB_REASON: &str = "served (join limb)";
+
 impl Route {
+    /// The route's short name: `plane`, `memo`, `limb` (a join answered
+    /// from a plane and its limb: kind `Plane`), `residue` or `engine`.
+    pub fn label(&self) -> &'static str {
+        if self.kind == RouteKind::Plane && self.reason == LIMB_REASON {
+            "limb"
+        } else {
+            self.kind.as_str()
+        }
+    }
+
     pub(crate) fn engine(reason: impl Into<String>) -> Route {
         Route {
             kind: RouteKind::Engine,

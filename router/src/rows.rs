@@ -41,6 +41,11 @@ impl Rows {
             rows: rows.into(),
         }
     }
+
+    /// The rows as one Arrow batch (see [`crate::Connection::query_arrow`]).
+    pub fn to_arrow(&self) -> arrow_array::RecordBatch {
+        crate::rules::to_arrow(self)
+    }
 }
 
 /// A value shared between the memo and the answers it gave: it reads as a

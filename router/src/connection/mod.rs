@@ -250,6 +250,35 @@ impl Connection {
         self.user_counters.total_changes(&self.db)
     }
 
+    /// `sqlite3_last_insert_rowid()` as plain SQLite would return it:
+    /// Pleroma puts it back after its own state and catalog rows.
+    pub fn last_insert_rowid(&self) -> i64 {
+        self.db.last_insert_rowid()
+    }
+
+    /// Whether no transaction is open (`sqlite3_get_autocommit`).
+    pub fn is_autocommit(&self) -> bool {
+        self.db.is_autocommit()
+    }
+
+    /// The parameters of the statement `sql` as SQLite numbers them: one
+    /// entry per number, with its name (`:a`, `@a`, `$a`, `?1`) or `None`
+    /// for an anonymous `?`; and its result columns' declared types.
+    /// SQLite's error when it does not prepare. Drivers bind a mapping of
+    /// names, and convert declared types, with it.
+    #[allow(clippy::type_complexity)]
+    pub fn parameters(&self, sql: &str) -> Result<(Vec<Option<String>>, Vec<Option<String>>)> {
+        let stmt = self.db.prepare_cached(sql)?;
+        let names = (1..=stmt.parameter_count())
+            .map(|i| stmt.parameter_name(i).map(str::to_owned))
+            .collect();
+        let decltypes = stmt
+            .columns()
+            .map(|c| c.decl_type().map(str::to_owned))
+            .collect();
+        Ok((names, decltypes))
+    }
+
     /// Served and declined counts since the connection opened.
     pub fn counters(&self) -> &Counters {
         &self.counters

@@ -303,7 +303,7 @@ pub(crate) fn answer(shared: &Planes, plan: &JoinPlan, params: &[Value]) -> Resu
     let out: Vec<_> = out.into_iter().skip(offset).take(limit).collect();
     let route = Route {
         kind: RouteKind::Plane,
-        reason: "served (join limb)".into(),
+        reason: crate::route::LIMB_REASON.into(),
         table: Some(plan.fact.clone()),
         plane_cost: Some(fres.cells_visited as f64 + dres.cells_visited as f64),
         engine_cost: Some(fact.plane.rows() as f64),

@@ -1,0 +1,700 @@
+"""Pleroma: SQLite with exact, live OLAP planes, shaped like the ``sqlite3`` module.
+
+``import pleroma as sqlite3`` runs programs written for the standard
+module on the same file and SQL; a query a plane answers comes back from
+its cells in microseconds. What differs from ``sqlite3`` is listed in
+``docs/python.md``.
+
+>>> import pleroma
+>>> con = pleroma.connect(":memory:")
+>>> _ = con.executescript(
+...     "CREATE TABLE ev(country TEXT, cents INTEGER);"
+...     "INSERT INTO ev VALUES ('DE', 5), ('FR', 7), ('DE', 1);"
+...     "PRAGMA pleroma_attach('ev', 'country', 'cents');")
+>>> con.execute("SELECT SUM(cents) FROM ev WHERE country = ?", ("DE",)).fetchall()
+[(6,)]
+>>> con.last_route
+'plane'
+"""
+
+import threading
+from collections.abc import Mapping
+
+from . import _native
+from ._native import (  # noqa: F401  (the DB-API's names)
+    DatabaseError,
+    DataError,
+    Error,
+    IntegrityError,
+    InterfaceError,
+    InternalError,
+    NotSupportedError,
+    OperationalError,
+    ProgrammingError,
+    Warning,
+)
+
+__all__ = [
+    "connect", "Connection", "Cursor", "Row", "PrepareProtocol",
+    "register_adapter", "register_converter", "complete_statement",
+    "Error", "Warning", "InterfaceError", "DatabaseError", "DataError",
+    "OperationalError", "IntegrityError", "InternalError",
+    "ProgrammingError", "NotSupportedError",
+    "PARSE_DECLTYPES", "PARSE_COLNAMES", "LEGACY_TRANSACTION_CONTROL",
+    "apilevel", "threadsafety", "paramstyle", "sqlite_version",
+    "sqlite_version_info", "version", "version_info",
+]
+
+apilevel = "2.0"
+# Connections, and cursors, may be shared between threads: every call
+# takes the connection's lock with the GIL released (docs/python.md).
+threadsafety = 3
+paramstyle = "qmark"
+version = "0.1.0"
+version_info = (0, 1, 0)
+sqlite_version = _native.sqlite_version
+sqlite_version_info = tuple(int(x) for x in sqlite_version.split("."))
+
+PARSE_DECLTYPES = 1
+PARSE_COLNAMES = 2
+LEGACY_TRANSACTION_CONTROL = -1
+
+_LEVELS = ("", "DEFERRED", "IMMEDIATE", "EXCLUSIVE")
+_INFO_CAPACITY = 1024
+
+
+class PrepareProtocol:
+    """The protocol object adapters are registered for (as in ``sqlite3``)."""
+
+
+adapters = {}
+converters = {}
+
+
+def register_adapter(type_, adapter):
+    """Bind values of ``type_`` through ``adapter(value)``."""
+    adapters[(type_, PrepareProtocol)] = adapter
+
+
+def register_converter(typename, converter):
+    """Convert columns declared (or named) ``typename`` with ``converter(bytes)``."""
+    converters[typename.upper()] = converter
+
+
+def _adapt_date(d):
+    return d.isoformat()
+
+
+def _adapt_datetime(d):
+    return d.isoformat(" ")
+
+
+def _register_default_adapters():
+    import datetime
+
+    register_adapter(datetime.date, _adapt_date)
+    register_adapter(datetime.datetime, _adapt_datetime)
+
+
+_register_default_adapters()
+
+
+def _adapt(value, index):
+    """A value of a type SQLite does not store, through its adapter or
+    ``__conform__`` (the native binding calls this)."""
+    adapter = adapters.get((type(value), PrepareProtocol))
+    if adapter is not None:
+        return adapter(value)
+    conform = getattr(value, "__conform__", None)
+    if conform is not None:
+        out = conform(PrepareProtocol)
+        if out is not None:
+            return out
+    raise ProgrammingError(
+        f"Error binding parameter {index}: type '{type(value).__name__}' is not supported"
+    )
+
+
+def complete_statement(statement):
+    """Whether ``statement`` ends in a complete SQL statement (``sqlite3_complete``)."""
+    if not isinstance(statement, str):
+        raise TypeError("complete_statement() argument must be str")
+    return _native.complete(statement)
+
+
+def _is_dml(sql):
+    # As the sqlite3 module (3.11) decides where to begin a transaction:
+    # the first word after blanks is INSERT, UPDATE, DELETE or REPLACE.
+    head = sql.lstrip(" \t\r\n")[:7].upper()
+    return head.startswith(("INSERT", "UPDATE", "DELETE", "REPLACE"))
+
+
+class _Info:
+    """What a statement's text says, read once per text."""
+
+    __slots__ = ("names", "is_dml", "decltypes")
+
+    def __init__(self, names, is_dml, decltypes):
+        self.names = names
+        self.is_dml = is_dml
+        self.decltypes = decltypes
+
+
+class Row:
+    """A result row read by index or by column name (case-insensitive)."""
+
+    __slots__ = ("_keys", "_values")
+
+    def __init__(self, cursor, values):
+        if not isinstance(cursor, Cursor):
+            raise TypeError("Row() argument 1 must be pleroma.Cursor")
+        if not isinstance(values, tuple):
+            raise TypeError("Row() argument 2 must be tuple")
+        desc = cursor.description or ()
+        self._keys = tuple(d[0] for d in desc)
+        self._values = values
+
+    def keys(self):
+        return list(self._keys)
+
+    def __len__(self):
+        return len(self._values)
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            folded = key.upper()
+            for i, k in enumerate(self._keys):
+                if k.upper() == folded:
+                    return self._values[i]
+            raise IndexError("No item with that key")
+        return self._values[key]
+
+    def __eq__(self, other):
+        if not isinstance(other, Row):
+            return NotImplemented
+        return self._keys == other._keys and self._values == other._values
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self):
+        return hash(self._keys) ^ hash(self._values)
+
+    def __repr__(self):
+        return f"<pleroma.Row object at {id(self):#x}>"
+
+
+def connect(database, timeout=5.0, detect_types=0, isolation_level="",
+            check_same_thread=True, factory=None, cached_statements=128,
+            uri=False, *, autocommit=LEGACY_TRANSACTION_CONTROL):
+    """Open a connection, as ``sqlite3.connect`` does."""
+    factory = Connection if factory is None else factory
+    return factory(database, timeout=timeout, detect_types=detect_types,
+                   isolation_level=isolation_level,
+                   check_same_thread=check_same_thread,
+                   cached_statements=cached_statements, uri=uri,
+                   autocommit=autocommit)
+
+
+class Connection:
+    """A connection to a SQLite database, with Pleroma's planes."""
+
+    Error = Error
+    Warning = Warning
+    InterfaceError = InterfaceError
+    DatabaseError = DatabaseError
+    DataError = DataError
+    OperationalError = OperationalError
+    IntegrityError = IntegrityError
+    InternalError = InternalError
+    ProgrammingError = ProgrammingError
+    NotSupportedError = NotSupportedError
+
+    def __init__(self, database, timeout=5.0, detect_types=0,
+                 isolation_level="", check_same_thread=True, factory=None,
+                 cached_statements=128, uri=False, *,
+                 autocommit=LEGACY_TRANSACTION_CONTROL):
+        import os
+
+        if isinstance(database, bytes):
+            database = os.fsdecode(database)
+        elif not isinstance(database, str):
+            database = os.fspath(database)
+            if isinstance(database, bytes):
+                database = os.fsdecode(database)
+        self._native = None
+        self._isolation_level = None
+        self._autocommit = LEGACY_TRANSACTION_CONTROL
+        self._check_autocommit(autocommit)
+        self._native = _native.Native(database, float(timeout), bool(uri))
+        self._thread = threading.get_ident()
+        self._check_same_thread = check_same_thread
+        self.detect_types = detect_types
+        self.row_factory = None
+        self.text_factory = str
+        self._info = {}
+        self.isolation_level = isolation_level
+        self._autocommit = autocommit
+        if autocommit is False:
+            self._native.run("BEGIN", ())
+
+    @staticmethod
+    def _check_autocommit(value):
+        if value is not LEGACY_TRANSACTION_CONTROL and not isinstance(value, bool) \
+                and value != LEGACY_TRANSACTION_CONTROL:
+            raise ValueError(
+                "autocommit must be True, False, or sqlite3.LEGACY_TRANSACTION_CONTROL")
+
+    def _check(self):
+        if self._native is None or self._native.is_closed():
+            raise ProgrammingError("Cannot operate on a closed database.")
+        if self._check_same_thread and threading.get_ident() != self._thread:
+            raise ProgrammingError(
+                "SQLite objects created in a thread can only be used in that same thread. "
+                f"The object was created in thread id {self._thread} and this is "
+                f"thread id {threading.get_ident()}.")
+
+    # -- transactions ---------------------------------------------------
+
+    @property
+    def isolation_level(self):
+        return self._isolation_level
+
+    @isolation_level.setter
+    def isolation_level(self, value):
+        if value is None:
+            if self._native is not None and not self._native.is_closed() \
+                    and self._autocommit == LEGACY_TRANSACTION_CONTROL:
+                self.commit()
+            self._isolation_level = None
+            return
+        if not isinstance(value, str):
+            raise TypeError("isolation_level must be str or None")
+        if value.upper() not in _LEVELS:
+            raise ValueError(
+                "isolation_level string must be '', 'DEFERRED', 'IMMEDIATE', or 'EXCLUSIVE'")
+        self._isolation_level = value
+
+    @property
+    def autocommit(self):
+        return self._autocommit
+
+    @autocommit.setter
+    def autocommit(self, value):
+        self._check_autocommit(value)
+        self._check()
+        old = self._autocommit
+        self._autocommit = value
+        if value is True and old is False and self.in_transaction:
+            self._native.run("COMMIT", ())
+        elif value is False and not self.in_transaction:
+            self._native.run("BEGIN", ())
+
+    @property
+    def in_transaction(self):
+        self._check()
+        return self._native.in_transaction()
+
+    @property
+    def total_changes(self):
+        self._check()
+        return self._native.total_changes()
+
+    @property
+    def last_route(self):
+        """The route of the last statement: ``plane``, ``memo``, ``limb``,
+        ``residue`` or ``engine``."""
+        self._check()
+        return self._native.last_route()[0]
+
+    @property
+    def last_route_reason(self):
+        """Why the last statement took its route."""
+        self._check()
+        return self._native.last_route()[1]
+
+    def _begin(self):
+        """The BEGIN an implicit transaction opens with, or None."""
+        if self._autocommit == LEGACY_TRANSACTION_CONTROL:
+            level = self._isolation_level
+            if level is None:
+                return None
+            return "BEGIN " + level
+        return None
+
+    def commit(self):
+        self._check()
+        if self._autocommit is True:
+            return
+        if self._native.in_transaction():
+            self._native.run("COMMIT", ())
+        if self._autocommit is False:
+            self._native.run("BEGIN", ())
+
+    def rollback(self):
+        self._check()
+        if self._autocommit is True:
+            return
+        if self._native.in_transaction():
+            self._native.run("ROLLBACK", ())
+        if self._autocommit is False:
+            self._native.run("BEGIN", ())
+
+    def close(self):
+        if self._native is None:
+            return
+        if self._check_same_thread and threading.get_ident() != self._thread:
+            self._check()
+        self._native.close()
+
+    def __enter__(self):
+        self._check()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            try:
+                self.commit()
+            except BaseException:
+                self.rollback()
+                raise
+        else:
+            self.rollback()
+        return False
+
+    def __del__(self):
+        native = getattr(self, "_native", None)
+        if native is not None:
+            native.close()
+
+    # -- statements -----------------------------------------------------
+
+    def cursor(self, factory=None):
+        self._check()
+        cur = (Cursor if factory is None else factory)(self)
+        if not isinstance(cur, Cursor):
+            raise TypeError("factory must return a cursor, not " + type(cur).__name__)
+        if self.row_factory is not None and cur.row_factory is None:
+            cur.row_factory = self.row_factory
+        return cur
+
+    def execute(self, sql, parameters=(), /):
+        return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql, parameters, /):
+        return self.cursor().executemany(sql, parameters)
+
+    def executescript(self, sql_script, /):
+        return self.cursor().executescript(sql_script)
+
+    def create_function(self, name, narg, func, *, deterministic=False):
+        self._check()
+        self._native.create_function(name, narg, func, deterministic)
+
+    def _statement(self, sql):
+        """What the text says: its parameters' names, whether it is DML,
+        its columns' declared types. Raises SQLite's error when it does
+        not prepare, and ProgrammingError for more than one statement."""
+        info = self._info.get(sql)
+        if info is not None:
+            return info
+        if not isinstance(sql, str):
+            raise TypeError(f"execute() argument 1 must be str, not {type(sql).__name__}")
+        if "\x00" in sql:
+            raise ProgrammingError("the query contains a null character")
+        parts = _native.Native.split(sql)
+        if not parts:
+            info = _Info((), False, ())
+        else:
+            try:
+                names, decltypes = self._native.parameters(parts[0])
+            except OperationalError:
+                # It does not prepare on SQLite alone: one of Pleroma's
+                # PRAGMAs (which take several arguments), or an error that
+                # running it raises in its place. Nothing is cached.
+                if len(parts) > 1 and not parts[0].lstrip().upper().startswith("PRAGMA"):
+                    raise
+                if len(parts) > 1:
+                    raise ProgrammingError("You can only execute one statement at a time.")
+                return _Info(None, _is_dml(sql), ())
+            if len(parts) > 1:
+                raise ProgrammingError("You can only execute one statement at a time.")
+            info = _Info(tuple(names), _is_dml(sql), tuple(decltypes))
+        if len(self._info) >= _INFO_CAPACITY:
+            self._info.clear()
+        self._info[sql] = info
+        return info
+
+
+def _bind(info, parameters):
+    """The parameter values in SQLite's numbering, checked as ``sqlite3`` checks them."""
+    names = info.names
+    if names is None:
+        # Not prepared by SQLite alone: the connection checks what it needs.
+        if isinstance(parameters, Mapping):
+            return []
+        return parameters
+    if type(parameters) is tuple or type(parameters) is list:
+        seq = parameters
+    elif isinstance(parameters, Mapping) or isinstance(parameters, dict):
+        out = []
+        for i, name in enumerate(names, 1):
+            if name is None:
+                raise ProgrammingError(
+                    f"Binding {i} has no name, but you supplied a dictionary "
+                    "(which has only names).")
+            key = name[1:]
+            try:
+                out.append(parameters[key])
+            except KeyError:
+                raise ProgrammingError(
+                    f"You did not supply a value for binding parameter :{key}.") from None
+        return out
+    elif hasattr(parameters, "__len__") and hasattr(parameters, "__getitem__"):
+        seq = [parameters[i] for i in range(len(parameters))]
+    else:
+        raise ProgrammingError("parameters are of unsupported type")
+    if len(seq) != len(names):
+        raise ProgrammingError(
+            "Incorrect number of bindings supplied. The current statement uses "
+            f"{len(names)}, and there are {len(seq)} supplied.")
+    return seq
+
+
+class Cursor:
+    """A DB-API cursor over a :class:`Connection`."""
+
+    def __init__(self, connection):
+        if not isinstance(connection, Connection):
+            raise TypeError("Cursor() argument 1 must be pleroma.Connection")
+        self.connection = connection
+        self.arraysize = 1
+        self.row_factory = None
+        self.description = None
+        self.rowcount = -1
+        self.lastrowid = None
+        self._result = None
+        self._converters = None
+        self._closed = False
+
+    def _check(self):
+        if self._closed:
+            raise ProgrammingError("Cannot operate on a closed cursor.")
+        self.connection._check()
+
+    def close(self):
+        self.connection._check() if self.connection._native is not None else None
+        self._result = None
+        self._closed = True
+
+    def setinputsizes(self, sizes, /):
+        pass
+
+    def setoutputsize(self, size, column=None, /):
+        pass
+
+    def execute(self, sql, parameters=(), /):
+        self._check()
+        con = self.connection
+        info = con._statement(sql)
+        values = _bind(info, parameters)
+        begin = con._begin() if info.is_dml else None
+        self._result = None
+        self.description = None
+        try:
+            columns, result, changes, rowid = con._native.run(sql, values, begin, _adapt)
+        except BaseException:
+            self.rowcount = -1
+            raise
+        self._result = result
+        self.rowcount = changes if info.is_dml else -1
+        self.lastrowid = rowid
+        if columns is not None:
+            self._describe(columns, info)
+        return self
+
+    def _describe(self, columns, info):
+        con = self.connection
+        detect = con.detect_types
+        self._converters = None
+        if detect and converters:
+            convs = []
+            names = []
+            for i, name in enumerate(columns):
+                conv = None
+                if detect & PARSE_COLNAMES:
+                    lb = name.find("[")
+                    rb = name.find("]", lb + 1)
+                    if lb >= 0 and rb > lb:
+                        conv = converters.get(name[lb + 1:rb].upper())
+                    if lb >= 0:
+                        name = name[:lb].rstrip(" ") if name[:lb].endswith(" ") else name[:lb]
+                if conv is None and detect & PARSE_DECLTYPES and i < len(info.decltypes):
+                    decl = info.decltypes[i]
+                    if decl:
+                        conv = converters.get(decl.split("(")[0].split(" ")[0].upper())
+                convs.append(conv)
+                names.append(name)
+            columns = names
+            if any(c is not None for c in convs):
+                self._converters = convs
+        elif detect & PARSE_COLNAMES:
+            columns = [n[:n.find("[")].rstrip(" ") if "[" in n else n for n in columns]
+        self.description = tuple((n, None, None, None, None, None, None) for n in columns)
+
+    def executemany(self, sql, seq_of_parameters, /):
+        self._check()
+        con = self.connection
+        info = con._statement(sql)
+        if not info.is_dml:
+            raise ProgrammingError("executemany() can only execute DML statements.")
+        self._result = None
+        self.description = None
+        self.rowcount = 0
+        native = con._native
+        begin = con._begin()
+        # All or nothing: a failed row leaves the database as it was
+        # before the call (docs/python.md).
+        params = iter(seq_of_parameters)
+        first = True
+        total = 0
+        try:
+            for p in params:
+                values = _bind(info, p)
+                if first:
+                    if begin is not None and not native.in_transaction():
+                        native.run(begin, ())
+                    native.run("SAVEPOINT pleroma_executemany", ())
+                    first = False
+                _, _, changes, _ = native.run(sql, values, None, _adapt)
+                total += changes
+        except BaseException:
+            self.rowcount = -1
+            if not first:
+                try:
+                    native.run("ROLLBACK TO pleroma_executemany", ())
+                    native.run("RELEASE pleroma_executemany", ())
+                except Error:
+                    pass
+            raise
+        if not first:
+            native.run("RELEASE pleroma_executemany", ())
+        self.rowcount = total
+        return self
+
+    def executescript(self, sql_script, /):
+        self._check()
+        if not isinstance(sql_script, str):
+            raise ValueError("script argument must be unicode.")
+        if "\x00" in sql_script:
+            raise ValueError("embedded null character")
+        con = self.connection
+        if con._autocommit != True and con._native.in_transaction():  # noqa: E712
+            con._native.run("COMMIT", ())
+        self._result = None
+        self.description = None
+        con._native.script(sql_script)
+        return self
+
+    def _row(self, t):
+        convs = self._converters
+        if convs is not None:
+            t = tuple(_convert(c, v) for c, v in zip(convs, t))
+        f = self.row_factory
+        return t if f is None else f(self, t)
+
+    def _text_bytes(self):
+        return self.connection.text_factory is not str
+
+    def _texts(self, rows):
+        tf = self.connection.text_factory
+        if tf is bytes or tf is str:
+            return rows
+        return [tuple(tf(v) if isinstance(v, bytes) else v for v in r) for r in rows]
+
+    def fetchone(self):
+        self._check()
+        if self._result is None:
+            return None
+        tb = self._text_bytes()
+        t = self._result.fetchone(tb)
+        if t is None:
+            return None
+        if tb:
+            t = self._texts([t])[0]
+        return self._row(t)
+
+    def fetchmany(self, size=None):
+        self._check()
+        if size is None:
+            size = self.arraysize
+        if self._result is None:
+            return []
+        tb = self._text_bytes()
+        rows = self._result.fetch(max(size, 0), tb)
+        if tb:
+            rows = self._texts(rows)
+        if self._converters is None and self.row_factory is None:
+            return rows
+        return [self._row(t) for t in rows]
+
+    def fetchall(self):
+        self._check()
+        if self._result is None:
+            return []
+        tb = self._text_bytes()
+        rows = self._result.fetch(None, tb)
+        if tb:
+            rows = self._texts(rows)
+        if self._converters is None and self.row_factory is None:
+            return rows
+        return [self._row(t) for t in rows]
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        row = self.fetchone()
+        if row is None:
+            raise StopIteration
+        return row
+
+    def fetch_arrow_table(self):
+        """The rows not fetched yet, as a ``pyarrow.Table``, handed over
+        through the Arrow C data interface (no row-by-row copy)."""
+        self._check()
+        pa = _require("pyarrow", "fetch_arrow_table()")
+        if self._result is None:
+            return pa.table({})
+        batch = pa.record_batch(self._result)
+        return pa.Table.from_batches([batch])
+
+    def df(self):
+        """The rows not fetched yet, as a pandas ``DataFrame`` (through Arrow)."""
+        _require("pandas", "df()")
+        return self.fetch_arrow_table().to_pandas()
+
+
+def _convert(conv, v):
+    if conv is None or v is None:
+        return v
+    if isinstance(v, bytes):
+        return conv(v)
+    if isinstance(v, str):
+        return conv(v.encode())
+    return conv(str(v).encode())
+
+
+def _require(module, what):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(
+            f"{what} needs {module}: install it with `pip install {module}`"
+            + (" pyarrow" if module == "pandas" else "")) from None

@@ -1,0 +1,570 @@
+//! `pleroma._native`: the part of the Python package that talks to the
+//! `pleroma` crate. The DB-API itself (implicit transactions, cursors,
+//! row factories) is Python, in `python/pleroma/__init__.py`; this module
+//! runs statements with the GIL released, converts values both ways as
+//! the `sqlite3` module does, and raises the `sqlite3` module's
+//! exceptions with SQLite's own messages.
+
+use std::sync::{Mutex, MutexGuard};
+
+use pleroma::rusqlite::{self, ffi};
+use pleroma::{Rows, Value};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyOverflowError};
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyMemoryView, PyString, PyTuple};
+
+create_exception!(pleroma, Warning, PyException);
+create_exception!(pleroma, Error, PyException);
+create_exception!(pleroma, InterfaceError, Error);
+create_exception!(pleroma, DatabaseError, Error);
+create_exception!(pleroma, DataError, DatabaseError);
+create_exception!(pleroma, OperationalError, DatabaseError);
+create_exception!(pleroma, IntegrityError, DatabaseError);
+create_exception!(pleroma, InternalError, DatabaseError);
+create_exception!(pleroma, ProgrammingError, DatabaseError);
+create_exception!(pleroma, NotSupportedError, DatabaseError);
+
+/// SQLite's primary result codes' names, as `sqlite_errorname` gives them
+/// for an extended code whose own name is not listed here.
+fn code_name(code: i32) -> String {
+    let primary = match code & 0xff {
+        1 => "SQLITE_ERROR",
+        2 => "SQLITE_INTERNAL",
+        3 => "SQLITE_PERM",
+        4 => "SQLITE_ABORT",
+        5 => "SQLITE_BUSY",
+        6 => "SQLITE_LOCKED",
+        7 => "SQLITE_NOMEM",
+        8 => "SQLITE_READONLY",
+        9 => "SQLITE_INTERRUPT",
+        10 => "SQLITE_IOERR",
+        11 => "SQLITE_CORRUPT",
+        12 => "SQLITE_NOTFOUND",
+        13 => "SQLITE_FULL",
+        14 => "SQLITE_CANTOPEN",
+        15 => "SQLITE_PROTOCOL",
+        16 => "SQLITE_EMPTY",
+        17 => "SQLITE_SCHEMA",
+        18 => "SQLITE_TOOBIG",
+        19 => "SQLITE_CONSTRAINT",
+        20 => "SQLITE_MISMATCH",
+        21 => "SQLITE_MISUSE",
+        22 => "SQLITE_NOLFS",
+        23 => "SQLITE_AUTH",
+        24 => "SQLITE_FORMAT",
+        25 => "SQLITE_RANGE",
+        26 => "SQLITE_NOTADB",
+        _ => return "SQLITE_UNKNOWN".into(),
+    };
+    let extended = match code {
+        275 => "SQLITE_CONSTRAINT_CHECK",
+        531 => "SQLITE_CONSTRAINT_COMMITHOOK",
+        787 => "SQLITE_CONSTRAINT_FOREIGNKEY",
+        1043 => "SQLITE_CONSTRAINT_FUNCTION",
+        1299 => "SQLITE_CONSTRAINT_NOTNULL",
+        1555 => "SQLITE_CONSTRAINT_PRIMARYKEY",
+        1811 => "SQLITE_CONSTRAINT_TRIGGER",
+        2067 => "SQLITE_CONSTRAINT_UNIQUE",
+        2323 => "SQLITE_CONSTRAINT_VTAB",
+        2579 => "SQLITE_CONSTRAINT_ROWID",
+        3091 => "SQLITE_CONSTRAINT_DATATYPE",
+        261 => "SQLITE_BUSY_RECOVERY",
+        517 => "SQLITE_BUSY_SNAPSHOT",
+        773 => "SQLITE_BUSY_TIMEOUT",
+        262 => "SQLITE_LOCKED_SHAREDCACHE",
+        1032 => "SQLITE_READONLY_DBMOVED",
+        8 | 264 | 520 | 776 | 1288 | 1544 | 1800 => "",
+        _ => "",
+    };
+    if extended.is_empty() {
+        primary.into()
+    } else {
+        extended.into()
+    }
+}
+
+/// A SQLite failure as the `sqlite3` module raises it: the class from the
+/// primary result code (`_pysqlite_seterror`), SQLite's message, and the
+/// `sqlite_errorcode` / `sqlite_errorname` attributes.
+fn sqlite_error(py: Python<'_>, code: i32, message: String) -> PyErr {
+    let err = match code & 0xff {
+        ffi::SQLITE_INTERNAL | ffi::SQLITE_NOTFOUND => InternalError::new_err(message),
+        ffi::SQLITE_NOMEM => return pyo3::exceptions::PyMemoryError::new_err(()),
+        ffi::SQLITE_ERROR
+        | ffi::SQLITE_PERM
+        | ffi::SQLITE_ABORT
+        | ffi::SQLITE_BUSY
+        | ffi::SQLITE_LOCKED
+        | ffi::SQLITE_READONLY
+        | ffi::SQLITE_INTERRUPT
+        | ffi::SQLITE_IOERR
+        | ffi::SQLITE_FULL
+        | ffi::SQLITE_CANTOPEN
+        | ffi::SQLITE_PROTOCOL
+        | ffi::SQLITE_EMPTY
+        | ffi::SQLITE_SCHEMA => OperationalError::new_err(message),
+        ffi::SQLITE_CORRUPT => DatabaseError::new_err(message),
+        ffi::SQLITE_TOOBIG => DataError::new_err(message),
+        ffi::SQLITE_CONSTRAINT | ffi::SQLITE_MISMATCH => IntegrityError::new_err(message),
+        ffi::SQLITE_MISUSE | ffi::SQLITE_RANGE => InterfaceError::new_err(message),
+        _ => DatabaseError::new_err(message),
+    };
+    let value = err.value(py);
+    let _ = value.setattr("sqlite_errorcode", code);
+    let _ = value.setattr("sqlite_errorname", code_name(code));
+    err
+}
+
+/// A Pleroma error as the exception the `sqlite3` module would raise for
+/// its kind.
+fn to_py(py: Python<'_>, e: pleroma::Error) -> PyErr {
+    match e {
+        pleroma::Error::Sqlite(e) => rusqlite_to_py(py, e),
+        pleroma::Error::Appender(m) => ProgrammingError::new_err(format!("pleroma appender: {m}")),
+        e => OperationalError::new_err(e.to_string()),
+    }
+}
+
+fn rusqlite_to_py(py: Python<'_>, e: rusqlite::Error) -> PyErr {
+    match e {
+        rusqlite::Error::SqliteFailure(f, msg) => {
+            let message = msg.unwrap_or_else(|| f.to_string());
+            sqlite_error(py, f.extended_code, message)
+        }
+        rusqlite::Error::InvalidParameterCount(given, needed) => ProgrammingError::new_err(format!(
+            "Incorrect number of bindings supplied. The current statement uses {needed}, and there are {given} supplied."
+        )),
+        rusqlite::Error::UserFunctionError(e) => OperationalError::new_err(e.to_string()),
+        rusqlite::Error::SqlInputError { error, msg, .. } => {
+            sqlite_error(py, error.extended_code, msg)
+        }
+        e => DatabaseError::new_err(e.to_string()),
+    }
+}
+
+/// A Python value as SQLite stores it (the `sqlite3` module's binding:
+/// `bool` is an `int`, any buffer is a BLOB). `index` is the parameter's
+/// number, for the message.
+fn to_value(
+    v: &Bound<'_, PyAny>,
+    index: usize,
+    adapt: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Value> {
+    if v.is_none() {
+        Ok(Value::Null)
+    } else if let Ok(i) = v.cast::<PyInt>() {
+        match i.extract::<i64>() {
+            Ok(i) => Ok(Value::Integer(i)),
+            Err(_) => Err(PyOverflowError::new_err(
+                "Python int too large to convert to SQLite INTEGER",
+            )),
+        }
+    } else if let Ok(f) = v.cast::<PyFloat>() {
+        Ok(Value::Real(f.value()))
+    } else if let Ok(s) = v.cast::<PyString>() {
+        Ok(Value::Text(s.to_cow()?.into_owned()))
+    } else if let Ok(b) = v.cast::<PyBytes>() {
+        Ok(Value::Blob(b.as_bytes().to_vec()))
+    } else if let Ok(b) = v.cast::<PyByteArray>() {
+        Ok(Value::Blob(b.to_vec()))
+    } else if v.cast::<PyMemoryView>().is_ok() {
+        let b: Vec<u8> = v.call_method0("tobytes")?.extract()?;
+        Ok(Value::Blob(b))
+    } else if let Some(adapt) = adapt {
+        let out = adapt.call1((v, index))?;
+        to_value(&out, index, None)
+    } else {
+        let name = v.get_type().qualname()?;
+        Err(ProgrammingError::new_err(format!(
+            "Error binding parameter {index}: type '{name}' is not supported"
+        )))
+    }
+}
+
+fn to_values(params: &Bound<'_, PyAny>, adapt: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Value>> {
+    if params.is_none() {
+        return Ok(Vec::new());
+    }
+    if let Ok(t) = params.cast::<PyTuple>() {
+        return t
+            .iter()
+            .enumerate()
+            .map(|(i, v)| to_value(&v, i + 1, adapt))
+            .collect();
+    }
+    if let Ok(l) = params.cast::<PyList>() {
+        return l
+            .iter()
+            .enumerate()
+            .map(|(i, v)| to_value(&v, i + 1, adapt))
+            .collect();
+    }
+    params
+        .try_iter()?
+        .enumerate()
+        .map(|(i, v)| to_value(&v?, i + 1, adapt))
+        .collect()
+}
+
+/// A SQLite value as the `sqlite3` module returns it; TEXT as `bytes`
+/// when the connection's `text_factory` is not `str`.
+fn to_py_value(py: Python<'_>, v: &Value, text_bytes: bool) -> PyResult<Py<PyAny>> {
+    Ok(match v {
+        Value::Null => py.None(),
+        Value::Integer(i) => i.into_pyobject(py)?.into_any().unbind(),
+        Value::Real(f) => f.into_pyobject(py)?.into_any().unbind(),
+        Value::Text(s) if text_bytes => PyBytes::new(py, s.as_bytes()).into_any().unbind(),
+        Value::Text(s) => PyString::new(py, s).into_any().unbind(),
+        Value::Blob(b) => PyBytes::new(py, b).into_any().unbind(),
+    })
+}
+
+fn closed() -> PyErr {
+    ProgrammingError::new_err("Cannot operate on a closed database.")
+}
+
+/// One Pleroma connection. Every method locks it with the GIL released,
+/// so a thread that waits for it never holds the GIL (a user function
+/// that a statement calls takes the GIL from inside the lock).
+#[pyclass(frozen, module = "pleroma._native")]
+struct Native {
+    conn: Mutex<Option<pleroma::Connection>>,
+}
+
+impl Native {
+    fn lock(&self) -> MutexGuard<'_, Option<pleroma::Connection>> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut pleroma::Connection) -> pleroma::Result<T> + Send,
+    ) -> PyResult<T> {
+        let r = py.detach(|| {
+            let mut g = self.lock();
+            g.as_mut().map(f)
+        });
+        match r {
+            None => Err(closed()),
+            Some(Ok(v)) => Ok(v),
+            Some(Err(e)) => Err(to_py(py, e)),
+        }
+    }
+}
+
+#[pymethods]
+impl Native {
+    /// Open `path` (`":memory:"` for a private database; a `file:` URI
+    /// when `uri`), waiting up to `timeout` seconds for a lock.
+    #[new]
+    fn new(py: Python<'_>, path: &str, timeout: f64, uri: bool) -> PyResult<Self> {
+        let mut flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
+            | rusqlite::OpenFlags::SQLITE_OPEN_CREATE
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if uri {
+            flags |= rusqlite::OpenFlags::SQLITE_OPEN_URI;
+        }
+        let path = path.to_owned();
+        let r = py.detach(move || -> pleroma::Result<pleroma::Connection> {
+            let db = rusqlite::Connection::open_with_flags(&path, flags)?;
+            let ms = (timeout.max(0.0) * 1000.0).min(i32::MAX as f64) as u64;
+            db.busy_timeout(std::time::Duration::from_millis(ms))?;
+            pleroma::Connection::wrap(db)
+        });
+        match r {
+            Ok(c) => Ok(Native {
+                conn: Mutex::new(Some(c)),
+            }),
+            Err(pleroma::Error::Sqlite(rusqlite::Error::SqliteFailure(f, _)))
+                if f.code == rusqlite::ErrorCode::CannotOpen =>
+            {
+                Err(sqlite_error(
+                    py,
+                    f.extended_code,
+                    "unable to open database file".into(),
+                ))
+            }
+            Err(e) => Err(to_py(py, e)),
+        }
+    }
+
+    /// Run one statement; `begin` first (the implicit BEGIN of the DB-API)
+    /// when given and no transaction is open. Returns the result, the
+    /// rows it changed and `last_insert_rowid()`.
+    #[pyo3(signature = (sql, params, begin=None, adapt=None))]
+    fn run(
+        &self,
+        py: Python<'_>,
+        sql: &str,
+        params: &Bound<'_, PyAny>,
+        begin: Option<&str>,
+        adapt: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<(Option<Py<PyList>>, NativeResult, u64, i64)> {
+        let values = to_values(params, adapt.as_ref())?;
+        let (rows, changes, rowid) = self.with(py, |c| {
+            if let Some(b) = begin {
+                if c.is_autocommit() {
+                    c.execute(b, &[])?;
+                }
+            }
+            let rows = c.query(sql, &values)?;
+            Ok((rows, c.changes(), c.last_insert_rowid()))
+        })?;
+        let columns = if rows.columns.is_empty() {
+            None
+        } else {
+            Some(PyList::new(py, rows.columns.iter())?.unbind())
+        };
+        Ok((
+            columns,
+            NativeResult {
+                rows,
+                next: Mutex::new(0),
+            },
+            changes,
+            rowid,
+        ))
+    }
+
+    /// Run each statement of `sql`, as `executescript` does.
+    fn script(&self, py: Python<'_>, sql: &str) -> PyResult<()> {
+        self.with(py, |c| c.execute_batch(sql))
+    }
+
+    /// The parameters of `sql` as SQLite numbers them (`None` for `?`),
+    /// and its columns' declared types.
+    #[allow(clippy::type_complexity)]
+    fn parameters(
+        &self,
+        py: Python<'_>,
+        sql: &str,
+    ) -> PyResult<(Vec<Option<String>>, Vec<Option<String>>)> {
+        self.with(py, |c| c.parameters(sql))
+    }
+
+    /// The statements of `sql`, split as SQLite would run them.
+    #[staticmethod]
+    fn split(sql: &str) -> Vec<String> {
+        pleroma::split::statements(sql)
+            .into_iter()
+            .map(|r| sql[r].to_owned())
+            .collect()
+    }
+
+    /// Whether `sql` ends in a complete statement (`sqlite3_complete`).
+    #[staticmethod]
+    fn complete(sql: &str) -> bool {
+        pleroma::split::is_complete(sql)
+    }
+
+    fn in_transaction(&self, py: Python<'_>) -> PyResult<bool> {
+        self.with(py, |c| Ok(!c.is_autocommit()))
+    }
+
+    fn total_changes(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with(py, |c| Ok(c.total_changes()))
+    }
+
+    /// The last statement's route: its short name, reason and table.
+    fn last_route(&self, py: Python<'_>) -> PyResult<(&'static str, String, Option<String>)> {
+        self.with(py, |c| {
+            let r = c.last_route();
+            Ok((r.label(), r.reason.clone(), r.table.clone()))
+        })
+    }
+
+    fn is_closed(&self) -> bool {
+        self.lock().is_none()
+    }
+
+    /// Close the connection; an open transaction is rolled back (as
+    /// SQLite does when a connection closes).
+    fn close(&self, py: Python<'_>) {
+        let c = py.detach(|| self.lock().take());
+        py.detach(move || drop(c));
+    }
+
+    /// Register a scalar SQL function backed by a Python callable.
+    #[pyo3(signature = (name, narg, func, deterministic=false))]
+    fn create_function(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        narg: i32,
+        func: Py<PyAny>,
+        deterministic: bool,
+    ) -> PyResult<()> {
+        let mut flags = rusqlite::functions::FunctionFlags::SQLITE_UTF8;
+        if deterministic {
+            flags |= rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC;
+        }
+        let name = name.to_owned();
+        self.with(py, move |c| {
+            c.sqlite()
+                .create_scalar_function(name.as_str(), narg, flags, move |ctx| {
+                    call_function(&func, ctx)
+                })
+                .map_err(pleroma::Error::from)
+        })
+    }
+}
+
+/// The error a Python function's exception becomes inside SQLite; the
+/// `sqlite3` module reports it with this message.
+#[derive(Debug)]
+struct RaisedInFunction;
+
+impl std::fmt::Display for RaisedInFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("user-defined function raised exception")
+    }
+}
+
+impl std::error::Error for RaisedInFunction {}
+
+fn call_function(
+    func: &Py<PyAny>,
+    ctx: &rusqlite::functions::Context<'_>,
+) -> rusqlite::Result<Value> {
+    use rusqlite::types::ValueRef;
+    Python::attach(|py| {
+        let mut args = Vec::with_capacity(ctx.len());
+        for i in 0..ctx.len() {
+            let v = match ctx.get_raw(i) {
+                ValueRef::Null => py.None(),
+                ValueRef::Integer(i) => i
+                    .into_pyobject(py)
+                    .map(|o| o.into_any().unbind())
+                    .unwrap_or(py.None()),
+                ValueRef::Real(f) => f
+                    .into_pyobject(py)
+                    .map(|o| o.into_any().unbind())
+                    .unwrap_or(py.None()),
+                ValueRef::Text(t) => PyString::new(py, &String::from_utf8_lossy(t))
+                    .into_any()
+                    .unbind(),
+                ValueRef::Blob(b) => PyBytes::new(py, b).into_any().unbind(),
+            };
+            args.push(v);
+        }
+        let fail = |_| rusqlite::Error::UserFunctionError(Box::new(RaisedInFunction));
+        let args = PyTuple::new(py, args).map_err(fail)?;
+        let out = func.bind(py).call1(args).map_err(fail)?;
+        to_value(&out, 0, None).map_err(fail)
+    })
+}
+
+/// A statement's result: the rows are converted to Python objects as they
+/// are fetched, or handed to Arrow whole.
+#[pyclass(frozen, module = "pleroma._native")]
+struct NativeResult {
+    rows: Rows,
+    next: Mutex<usize>,
+}
+
+#[pymethods]
+impl NativeResult {
+    /// Up to `n` more rows (all that are left when `None`), as tuples.
+    #[pyo3(signature = (n=None, text_bytes=false))]
+    fn fetch<'py>(
+        &self,
+        py: Python<'py>,
+        n: Option<usize>,
+        text_bytes: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+        let start = *next;
+        let end = match n {
+            Some(n) => start.saturating_add(n).min(self.rows.rows.len()),
+            None => self.rows.rows.len(),
+        };
+        let list = PyList::empty(py);
+        for row in &self.rows.rows[start..end] {
+            let items = row
+                .iter()
+                .map(|v| to_py_value(py, v, text_bytes))
+                .collect::<PyResult<Vec<_>>>()?;
+            list.append(PyTuple::new(py, items)?)?;
+        }
+        *next = end;
+        Ok(list)
+    }
+
+    /// The next row, or `None`.
+    #[pyo3(signature = (text_bytes=false))]
+    fn fetchone<'py>(
+        &self,
+        py: Python<'py>,
+        text_bytes: bool,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(row) = self.rows.rows.get(*next) else {
+            return Ok(None);
+        };
+        *next += 1;
+        let items = row
+            .iter()
+            .map(|v| to_py_value(py, v, text_bytes))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(Some(PyTuple::new(py, items)?))
+    }
+
+    /// The rows not fetched yet, as an Arrow C data interface pair of
+    /// capsules (`arrow_schema`, `arrow_array`) of one struct array: the
+    /// PyCapsule protocol's `__arrow_c_array__`. Nothing is copied row by
+    /// row into Python.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_array__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<(
+        Bound<'py, pyo3::types::PyCapsule>,
+        Bound<'py, pyo3::types::PyCapsule>,
+    )> {
+        let _ = requested_schema;
+        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+        let rest = if *next == 0 {
+            self.rows.clone()
+        } else {
+            Rows::new(self.rows.columns.to_vec(), self.rows.rows[*next..].to_vec())
+        };
+        *next = self.rows.rows.len();
+        drop(next);
+        let batch = py.detach(|| rest.to_arrow());
+        let data = arrow_array::StructArray::from(batch);
+        let data = arrow_array::Array::to_data(&data);
+        let (array, schema) =
+            arrow_array::ffi::to_ffi(&data).map_err(|e| DatabaseError::new_err(e.to_string()))?;
+        let schema = pyo3::types::PyCapsule::new(py, schema, Some(c"arrow_schema".to_owned()))?;
+        let array = pyo3::types::PyCapsule::new(py, array, Some(c"arrow_array".to_owned()))?;
+        Ok((schema, array))
+    }
+
+    /// How many rows are left to fetch.
+    fn remaining(&self) -> usize {
+        let next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+        self.rows.rows.len() - *next
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<Native>()?;
+    m.add_class::<NativeResult>()?;
+    m.add("Warning", py.get_type::<Warning>())?;
+    m.add("Error", py.get_type::<Error>())?;
+    m.add("InterfaceError", py.get_type::<InterfaceError>())?;
+    m.add("DatabaseError", py.get_type::<DatabaseError>())?;
+    m.add("DataError", py.get_type::<DataError>())?;
+    m.add("OperationalError", py.get_type::<OperationalError>())?;
+    m.add("IntegrityError", py.get_type::<IntegrityError>())?;
+    m.add("InternalError", py.get_type::<InternalError>())?;
+    m.add("ProgrammingError", py.get_type::<ProgrammingError>())?;
+    m.add("NotSupportedError", py.get_type::<NotSupportedError>())?;
+    m.add("sqlite_version", rusqlite::version())?;
+    Ok(())
+}
