@@ -119,7 +119,7 @@ def complete_statement(statement):
     """Whether ``statement`` ends in a complete SQL statement (``sqlite3_complete``)."""
     if not isinstance(statement, str):
         raise TypeError("complete_statement() argument must be str")
-    return _native.complete(statement)
+    return _native.Native.complete(statement)
 
 
 def _is_dml(sql):
@@ -132,9 +132,10 @@ def _is_dml(sql):
 class _Info:
     """What a statement's text says, read once per text."""
 
-    __slots__ = ("names", "is_dml", "decltypes")
+    __slots__ = ("names", "is_dml", "decltypes", "blank")
 
     def __init__(self, names, is_dml, decltypes):
+        self.blank = False
         self.names = names
         self.is_dml = is_dml
         self.decltypes = decltypes
@@ -409,6 +410,7 @@ class Connection:
         parts = _native.Native.split(sql)
         if not parts:
             info = _Info((), False, ())
+            info.blank = True
         else:
             try:
                 names, decltypes = self._native.parameters(parts[0])
@@ -505,6 +507,9 @@ class Cursor:
         begin = con._begin() if info.is_dml else None
         self._result = None
         self.description = None
+        if info.blank:
+            self.rowcount = -1
+            return self
         try:
             columns, result, changes, rowid = con._native.run(sql, values, begin, _adapt)
         except BaseException:
@@ -589,7 +594,8 @@ class Cursor:
     def executescript(self, sql_script, /):
         self._check()
         if not isinstance(sql_script, str):
-            raise ValueError("script argument must be unicode.")
+            raise TypeError(
+                f"executescript() argument must be str, not {type(sql_script).__name__}")
         if "\x00" in sql_script:
             raise ValueError("embedded null character")
         con = self.connection
