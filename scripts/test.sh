@@ -4,8 +4,10 @@
 #
 # The shell tests diff `pleroma shell` against the sqlite3 program; the
 # server tests (server/tests) run psql (Debian's postgresql-client) and
-# Python's psycopg against `pleroma serve`. Without them they fail (they
-# never skip). Building needs only the Rust toolchain.
+# Python's psycopg against `pleroma serve`; the Python package's tests
+# need python3 with venv, and take maturin, pytest, pandas, pyarrow and
+# SQLAlchemy from the package index. Without them they fail (they never
+# skip). Building needs only the Rust toolchain.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +15,8 @@ need=()
 command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
 command -v python3 >/dev/null 2>&1 || need+=(python3 python3-pip)
+# The Python package's tests run in a virtual environment of their own.
+python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   echo "scripts/test.sh: installing ${need[*]} for the tests" >&2
   sudo=()
@@ -38,4 +42,22 @@ if ! python3 -c "import psycopg" >/dev/null 2>&1; then
     python3 -m pip install --quiet --break-system-packages "psycopg[binary]"
 fi
 
-cargo test --workspace "$@"
+# The Python package (python/) is a PyO3 extension: pip builds it through
+# maturin, not `cargo test`.
+cargo test --workspace --exclude pleroma-python "$@"
+
+# The Python package, as a user installs it (`pip install ./python`, which
+# builds through maturin in this workspace's target/), into a virtual
+# environment of the tests' own with what they need from the package
+# index; then its pytest suite, which runs each script against the sqlite3
+# module and against pleroma on twin files.
+venv=target/python-tests
+if [ ! -x "$venv/bin/python" ]; then
+  echo "scripts/test.sh: making $venv for the Python tests" >&2
+  python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+  maturin pytest pandas pyarrow SQLAlchemy
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+  --force-reinstall --no-deps ./python
+"$venv/bin/python" -m pytest -q python/tests

@@ -331,8 +331,7 @@ class Connection:
         self._check()
         if self._autocommit is True:
             return
-        if self._native.in_transaction():
-            self._native.run("COMMIT", ())
+        self._native.end("COMMIT")
         if self._autocommit is False:
             self._native.run("BEGIN", ())
 
@@ -340,8 +339,7 @@ class Connection:
         self._check()
         if self._autocommit is True:
             return
-        if self._native.in_transaction():
-            self._native.run("ROLLBACK", ())
+        self._native.end("ROLLBACK")
         if self._autocommit is False:
             self._native.run("BEGIN", ())
 
@@ -599,8 +597,8 @@ class Cursor:
         if "\x00" in sql_script:
             raise ValueError("embedded null character")
         con = self.connection
-        if con._autocommit != True and con._native.in_transaction():  # noqa: E712
-            con._native.run("COMMIT", ())
+        if con._autocommit is not True:
+            con._native.end("COMMIT")
         self._result = None
         self.description = None
         con._native.script(sql_script)

@@ -328,6 +328,17 @@ impl Native {
         ))
     }
 
+    /// `COMMIT` or `ROLLBACK` (`verb`) when a transaction is open, checked
+    /// and run under one lock (another thread may share the connection).
+    fn end(&self, py: Python<'_>, verb: &str) -> PyResult<()> {
+        self.with(py, |c| {
+            if !c.is_autocommit() {
+                c.execute(verb, &[])?;
+            }
+            Ok(())
+        })
+    }
+
     /// Run each statement of `sql`, as `executescript` does.
     fn script(&self, py: Python<'_>, sql: &str) -> PyResult<()> {
         self.with(py, |c| c.execute_batch(sql))
