@@ -60,6 +60,16 @@ PARSE_COLNAMES = 2
 LEGACY_TRANSACTION_CONTROL = -1
 
 _LEVELS = ("", "DEFERRED", "IMMEDIATE", "EXCLUSIVE")
+# The sqlite3 module's connection methods this package does not have yet
+# (docs/python.md): asking for one raises NotSupportedError, not a
+# bare AttributeError.
+_NOT_SUPPORTED = frozenset((
+    "create_aggregate", "create_window_function", "create_collation",
+    "set_authorizer", "set_progress_handler", "set_trace_callback",
+    "enable_load_extension", "load_extension", "backup", "iterdump",
+    "blobopen", "serialize", "deserialize", "getlimit", "setlimit",
+    "getconfig", "setconfig",
+))
 _INFO_CAPACITY = 1024
 
 
@@ -393,6 +403,20 @@ class Connection:
     def create_function(self, name, narg, func, *, deterministic=False):
         self._check()
         self._native.create_function(name, narg, func, deterministic)
+
+    def interrupt(self):
+        """Make the statement running on this connection in another thread
+        fail with ``OperationalError('interrupted')``."""
+        if self._native is None or self._native.is_closed():
+            raise ProgrammingError("Cannot operate on a closed database.")
+        self._native.interrupt()
+
+    def __getattr__(self, name):
+        if name in _NOT_SUPPORTED:
+            raise NotSupportedError(
+                f"pleroma: Connection.{name} is not supported (docs/python.md lists "
+                "what differs from sqlite3)")
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def _statement(self, sql):
         """What the text says: its parameters' names, whether it is DML,

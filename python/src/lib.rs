@@ -230,6 +230,11 @@ fn closed() -> PyErr {
 #[pyclass(frozen, module = "pleroma._native")]
 struct Native {
     conn: Mutex<Option<pleroma::Connection>>,
+    /// Set by `close`: read without the lock, which a running statement
+    /// holds.
+    closed: std::sync::atomic::AtomicBool,
+    /// Ends the running statement from another thread, without the lock.
+    interrupt: rusqlite::InterruptHandle,
 }
 
 impl Native {
@@ -275,7 +280,9 @@ impl Native {
         });
         match r {
             Ok(c) => Ok(Native {
+                interrupt: c.sqlite().get_interrupt_handle(),
                 conn: Mutex::new(Some(c)),
+                closed: std::sync::atomic::AtomicBool::new(false),
             }),
             Err(pleroma::Error::Sqlite(rusqlite::Error::SqliteFailure(f, _)))
                 if f.code == rusqlite::ErrorCode::CannotOpen =>
@@ -387,12 +394,24 @@ impl Native {
     }
 
     fn is_closed(&self) -> bool {
-        self.lock().is_none()
+        self.closed.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Make the statement running on this connection (in another thread)
+    /// fail with "interrupted", as `sqlite3_interrupt` does.
+    fn interrupt(&self) -> PyResult<()> {
+        if self.is_closed() {
+            return Err(closed());
+        }
+        self.interrupt.interrupt();
+        Ok(())
     }
 
     /// Close the connection; an open transaction is rolled back (as
     /// SQLite does when a connection closes).
     fn close(&self, py: Python<'_>) {
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Release);
         let c = py.detach(|| self.lock().take());
         py.detach(move || drop(c));
     }

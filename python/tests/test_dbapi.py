@@ -218,3 +218,30 @@ def test_connect_forms(tmp_path):
         pleroma.connect(str(tmp_path / "no" / "such" / "dir.db"))
     with pytest.raises(ValueError):
         pleroma.connect(":memory:", isolation_level="SOMETIMES")
+
+
+def test_interrupt_and_unsupported():
+    import threading
+
+    con = pleroma.connect(":memory:", check_same_thread=False)
+    seen = []
+
+    def endless():
+        try:
+            con.execute("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
+                        "SELECT count(*) FROM r")
+        except pleroma.OperationalError as e:
+            seen.append(str(e))
+
+    t = threading.Thread(target=endless)
+    t.start()
+    while t.is_alive():  # until the statement runs and is ended
+        con.interrupt()
+        t.join(0.01)
+    assert seen == ["interrupted"]
+    assert con.execute("SELECT 1").fetchall() == [(1,)]
+    with pytest.raises(pleroma.NotSupportedError, match="create_aggregate"):
+        con.create_aggregate("agg", 1, object)
+    with pytest.raises(AttributeError):
+        con.no_such_method
+    con.close()

@@ -137,6 +137,9 @@ def test_threads_share_planes(tmp_path):
                     state["errors"].append((me, repr(e)))
                 state["step"] += 1
                 turn.notify_all()
+        cur = con.execute("PRAGMA pleroma_planes")
+        names = [d[0] for d in cur.description]
+        state.setdefault("rebuilds", []).append(cur.fetchone()[names.index("rebuilds")])
         con.close()
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
@@ -147,6 +150,9 @@ def test_threads_share_planes(tmp_path):
     check.close()
     assert state["errors"] == []
     assert state["served"] > 30
+    # Each commit was followed by the other threads' connections from the
+    # shared planes or the persisted log, never by a rebuild.
+    assert state["rebuilds"] == [0, 0, 0, 0]
 
 
 def test_one_connection_across_threads(tmp_path):
