@@ -28,6 +28,18 @@ pub enum Error {
 }
 
 impl Error {
+    /// SQLite's "database is locked" (`SQLITE_BUSY`) or "database table is
+    /// locked" (`SQLITE_LOCKED`), with any extended code.
+    pub(crate) fn is_busy(&self) -> bool {
+        matches!(
+            self,
+            Error::Sqlite(e) if matches!(
+                e.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            )
+        )
+    }
+
     /// SQLite's "integer overflow" (it has no code of its own: SQLITE_ERROR
     /// and the text).
     pub(crate) fn is_integer_overflow(&self) -> bool {

@@ -276,3 +276,84 @@ fn an_attached_files_writer_is_not_waited_for() {
     assert_eq!(want.calls, 0, "plain SQLite did not wait: {want:?}");
     assert_eq!(run("pleroma", true), want);
 }
+
+/// Found from outside (the Python package's attack), in rollback-journal
+/// mode with no busy timeout: while another connection holds a read
+/// transaction, an autocommit write that fails on a constraint reports the
+/// constraint, as plain SQLite does, not "database is locked"; and COMMIT,
+/// ROLLBACK or RELEASE with no transaction open, while another connection
+/// holds the exclusive lock, report what plain SQLite reports.
+#[test]
+fn errors_under_another_connections_lock_are_sqlites() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut outcomes: Vec<Vec<String>> = Vec::new();
+    for side in 0..3 {
+        let path = dir.path().join(format!("j{side}.db"));
+        let setup = rusqlite::Connection::open(&path).unwrap();
+        setup
+            .execute_batch(
+                "CREATE TABLE f(id INTEGER PRIMARY KEY, a TEXT NOT NULL, m INT);
+                 CREATE TABLE other(x);",
+            )
+            .unwrap();
+        drop(setup);
+        let mut seen = Vec::new();
+        let reader = rusqlite::Connection::open(&path).unwrap();
+        // No busy timeout (rusqlite sets 5 s): a lock fails at once.
+        let no_wait = "PRAGMA busy_timeout = 0";
+        let mut record = |r: Result<(), String>| seen.push(format!("{r:?}"));
+        let run: Box<dyn FnMut(&str) -> Result<(), String>> = if side == 0 {
+            let db = rusqlite::Connection::open(&path).unwrap();
+            db.execute_batch(no_wait).unwrap();
+            Box::new(move |sql: &str| db.execute_batch(sql).map_err(|e| e.to_string()))
+        } else {
+            let mut db = Connection::open(&path).unwrap();
+            // Another Pleroma connection of this process on the file: the
+            // planes are shared, so statements look at others' commits.
+            let other = Connection::open(&path).unwrap();
+            db.execute_batch(no_wait).unwrap();
+            if side == 2 {
+                db.execute_batch("PRAGMA pleroma_attach('f', 'a', 'm')")
+                    .unwrap();
+            }
+            Box::new(move |sql: &str| {
+                let _ = &other;
+                db.execute_batch(sql).map_err(|e| e.to_string())
+            })
+        };
+        let mut run = run;
+        reader
+            .execute_batch("BEGIN; SELECT count(*) FROM f;")
+            .unwrap();
+        let _: i64 = reader
+            .query_row("SELECT count(*) FROM f", [], |r| r.get(0))
+            .unwrap();
+        record(run("INSERT INTO f(a, m) VALUES (NULL, 2)"));
+        record(run("INSERT INTO f(a, m) VALUES ('x', 2)"));
+        // A commit the connection under test has not seen yet.
+        reader
+            .execute_batch("COMMIT; INSERT INTO other VALUES (1); BEGIN EXCLUSIVE")
+            .unwrap();
+        for sql in [
+            "SELECT count(*) FROM f",
+            "COMMIT",
+            "ROLLBACK",
+            "RELEASE x",
+            "ROLLBACK TO x",
+            "SELECT 1",
+            "SELECT count(*) FROM f",
+        ] {
+            record(run(sql));
+        }
+        reader.execute_batch("ROLLBACK").unwrap();
+        outcomes.push(seen);
+    }
+    assert_eq!(
+        outcomes[0], outcomes[1],
+        "plain SQLite against Pleroma without a plane"
+    );
+    assert_eq!(
+        outcomes[0], outcomes[2],
+        "plain SQLite against Pleroma with a plane"
+    );
+}

@@ -340,3 +340,49 @@ fn a_table_recreated_elsewhere_with_another_affinity_is_classified_again() {
         b.last_route()
     );
 }
+
+/// Found from outside (the Python package's attack): a connection opened
+/// before another attached a plane, which then read while the attaching
+/// connection's transaction was open, was refused its next write by the
+/// plane's guard once that transaction committed.
+#[test]
+fn a_connection_opened_before_the_attach_writes_after_anothers_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.db");
+    let mut a = open(&path);
+    let mut b = open(&path);
+    a.execute_batch("CREATE TABLE f(id INTEGER PRIMARY KEY, g TEXT, m INTEGER)")
+        .unwrap();
+    a.execute_batch("PRAGMA pleroma_attach('f', 'g', 'm')")
+        .unwrap();
+    a.execute_batch("BEGIN; INSERT INTO f(g, m) VALUES ('x', 1)")
+        .unwrap();
+    let seen = b.query("SELECT g, SUM(m) FROM f GROUP BY g", &[]).unwrap();
+    assert!(seen.rows.is_empty());
+    a.execute_batch("COMMIT").unwrap();
+    b.execute_batch("BEGIN; INSERT INTO f(g, m) VALUES ('y', 2); COMMIT")
+        .unwrap();
+    for c in [&mut a, &mut b] {
+        let got = c
+            .query("SELECT g, SUM(m) FROM f GROUP BY g ORDER BY g", &[])
+            .unwrap();
+        assert_eq!(
+            got.rows,
+            vec![vec![text("x"), int(1)], vec![text("y"), int(2)]]
+        );
+    }
+    b.execute_batch("INSERT INTO f(g, m) VALUES ('y', 3)")
+        .unwrap();
+    drop((a, b));
+    // What b's writes persisted is what a fresh opening finds.
+    let mut c = open(&path);
+    let got = c
+        .query("SELECT g, SUM(m) FROM f GROUP BY g ORDER BY g", &[])
+        .unwrap();
+    assert_eq!(c.last_route().kind, RouteKind::Plane);
+    assert_eq!(
+        got.rows,
+        vec![vec![text("x"), int(1)], vec![text("y"), int(5)]]
+    );
+    assert_eq!(rebuilds(&mut c), 0);
+}

@@ -263,11 +263,15 @@ impl Connection {
 
     /// The parameters of the statement `sql` as SQLite numbers them: one
     /// entry per number, with its name (`:a`, `@a`, `$a`, `?1`) or `None`
-    /// for an anonymous `?`; and its result columns' declared types.
+    /// for an anonymous `?`; its result columns' declared types; and whether
+    /// it writes nothing (`sqlite3_stmt_readonly`).
     /// SQLite's error when it does not prepare. Drivers bind a mapping of
     /// names, and convert declared types, with it.
     #[allow(clippy::type_complexity)]
-    pub fn parameters(&self, sql: &str) -> Result<(Vec<Option<String>>, Vec<Option<String>>)> {
+    pub fn parameters(
+        &self,
+        sql: &str,
+    ) -> Result<(Vec<Option<String>>, Vec<Option<String>>, bool)> {
         let stmt = self.db.prepare_cached(sql)?;
         let names = (1..=stmt.parameter_count())
             .map(|i| stmt.parameter_name(i).map(str::to_owned))
@@ -276,7 +280,7 @@ impl Connection {
             .columns()
             .map(|c| c.decl_type().map(str::to_owned))
             .collect();
-        Ok((names, decltypes))
+        Ok((names, decltypes, stmt.readonly()))
     }
 
     /// Served and declined counts since the connection opened.
@@ -429,6 +433,14 @@ impl Connection {
                     || crate::mutation::active(Mutation::GuardPassesAnyFile))
                 && (!planes.is_empty() || crate::mutation::active(Mutation::GuardPassesAnyFile))
         };
+        if allow && self.guard.id.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+            // Planes built from the tables while another connection held
+            // the write lock (a rebuild whose repair could not write) know
+            // no keys yet: this connection persists its writes to this
+            // file, so its guards are the file's (found from outside).
+            self.guard
+                .set_keys(persist::file_keys(&self.db).ok().flatten());
+        }
         self.guard
             .allow
             .store(allow, std::sync::atomic::Ordering::Relaxed);

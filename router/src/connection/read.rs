@@ -52,8 +52,34 @@ impl Connection {
         // the transaction's first write follows any commit under the write
         // lock (`catch_up_under_lock`), its reads before they answer.
         let opens_txn = matches!(facts.kind, StmtKind::Begin | StmtKind::Savepoint(_));
-        let synced = if sharing && self.db.is_autocommit() && !(opens_txn && self.persisted.on) {
-            Some(self.sync_external()?)
+        // COMMIT, ROLLBACK, RELEASE or ROLLBACK TO with no transaction open
+        // only fails, reading nothing: a sync's read would fail first with
+        // "database is locked" under another connection's exclusive lock
+        // (found from outside).
+        let ends_none = matches!(
+            facts.kind,
+            StmtKind::Commit | StmtKind::Rollback | StmtKind::Release(_) | StmtKind::RollbackTo(_)
+        );
+        let synced = if sharing
+            && self.db.is_autocommit()
+            && !(opens_txn && self.persisted.on)
+            && !ends_none
+        {
+            match self.sync_external() {
+                Ok(synced) => Some(synced),
+                Err(e) if e.is_busy() && self.is_read_only(sql) => {
+                    // Another connection holds the lock the sync's reads
+                    // need (an exclusive lock in rollback-journal mode):
+                    // a statement that writes nothing runs on SQLite, which
+                    // reads no more than it needs (`SELECT 1` reads no
+                    // table, and succeeds as in plain SQLite; found from
+                    // outside). The planes stay behind, and the next
+                    // statement syncs again.
+                    self.set_engine_route("the planes could not sync: the file is locked");
+                    return Ok(exec(&self.db, sql, params, want_rows, &mut self.stepped)?);
+                }
+                Err(e) => return Err(e),
+            }
         } else {
             None
         };
@@ -336,6 +362,12 @@ impl Connection {
     }
 
     /// Route "engine" for `reason`, reusing the last route's allocation.
+    /// SQLite's word that `sql` writes nothing (`sqlite3_stmt_readonly`);
+    /// `false` when it does not prepare.
+    fn is_read_only(&self, sql: &str) -> bool {
+        self.db.prepare_cached(sql).is_ok_and(|s| s.readonly())
+    }
+
     pub(super) fn set_engine_route(&mut self, reason: &str) {
         let r = &mut self.last_route;
         r.kind = RouteKind::Engine;

@@ -176,6 +176,7 @@ impl Connection {
             }
         }
         self.lock().begin_statement(true);
+        let total_before = self.db.total_changes();
         let (result, readonly) = self.exec_user(sql, params, want_rows, facts);
         // The statement's own rows (`changes()`): what plain SQLite takes
         // out of `total_changes()` when its autocommit fails at the commit.
@@ -202,7 +203,15 @@ impl Connection {
             // Commit what plain SQLite would have committed in autocommit
             // (see `failed.rs`), and nothing else; the planes follow what
             // the table holds then, never the other way round.
-            if !crate::failed::autocommit_commits(e, self.db.changes(), flags.counted_row) {
+            // Nothing kept (no row of any table, triggers' included,
+            // changed): rolling back and committing leave the same file,
+            // and a COMMIT would need the lock a reader may hold in
+            // rollback-journal mode, which plain SQLite's rollback of an
+            // `OE_Abort` halt does not (found from outside: a NOT NULL
+            // failure came back as "database is locked").
+            let kept = self.db.total_changes() != total_before;
+            if !kept || !crate::failed::autocommit_commits(e, self.db.changes(), flags.counted_row)
+            {
                 drop(shared);
                 let _ = self.db.execute_batch("ROLLBACK");
                 let mut shared = planes::lock(&self.shared);
@@ -220,6 +229,14 @@ impl Connection {
                 planes::rebuild_all(&self.db, &mut shared, Rebuild::FailedStatement);
             }
         }
+        // A failed statement that changed no planed row leaves the planes
+        // as the last state row has them: no state row, as for a write
+        // that reaches no plane. Its COMMIT then writes only what SQLite
+        // kept (nothing, after an `OE_Abort` halt on the first row), and
+        // needs no lock that a reader could hold (found from outside: a
+        // NOT NULL failure came back as "database is locked" in
+        // rollback-journal mode while another connection read).
+        let persist = result.is_ok() || flags.events > 0;
         let schema_changed = facts.kind.is_schema_change() && result.is_ok();
         if schema_changed {
             reverify(&self.db, &mut shared);
@@ -228,8 +245,10 @@ impl Connection {
         if schema_changed {
             self.forget_plans();
         }
-        if let Err(e) = self.persist_in_txn() {
-            return self.abandon_wrap(Err(e));
+        if persist {
+            if let Err(e) = self.persist_in_txn() {
+                return self.abandon_wrap(Err(e));
+            }
         }
         let committed = self.user_counters.committing(&self.db, || {
             self.db
