@@ -18,9 +18,8 @@ its cells in microseconds. What differs from ``sqlite3`` is listed in
 """
 
 import threading
-from collections.abc import Mapping
-
 from . import _native
+from ._constants import *  # noqa: F401,F403  (SQLite's constants, as sqlite3 exports them)
 from ._native import (  # noqa: F401  (the DB-API's names)
     DatabaseError,
     DataError,
@@ -91,6 +90,30 @@ def register_converter(typename, converter):
     converters[typename.upper()] = converter
 
 
+def adapt(obj, proto=PrepareProtocol, alt=None, /):
+    """``obj`` adapted for SQLite as the binding would adapt it."""
+    adapter = adapters.get((type(obj), proto))
+    if adapter is not None:
+        return adapter(obj)
+    conform = getattr(obj, "__conform__", None)
+    if conform is not None:
+        out = conform(proto)
+        if out is not None:
+            return out
+    if alt is not None:
+        return alt
+    raise ProgrammingError("can't adapt")
+
+
+_callback_tracebacks = False
+
+
+def enable_callback_tracebacks(flag, /):
+    """Print the tracebacks of exceptions in user functions (as ``sqlite3``)."""
+    global _callback_tracebacks
+    _callback_tracebacks = bool(flag)
+
+
 def _adapt_date(d):
     return d.isoformat()
 
@@ -99,19 +122,45 @@ def _adapt_datetime(d):
     return d.isoformat(" ")
 
 
+def _convert_date(val):
+    import datetime
+
+    return datetime.date(*map(int, val.split(b"-")))
+
+
+def _convert_timestamp(val):
+    import datetime
+
+    datepart, timepart = val.split(b" ")
+    year, month, day = map(int, datepart.split(b"-"))
+    timepart_full = timepart.split(b".")
+    hours, minutes, seconds = map(int, timepart_full[0].split(b":"))
+    if len(timepart_full) == 2:
+        microseconds = int("{:0<6.6}".format(timepart_full[1].decode()))
+    else:
+        microseconds = 0
+    return datetime.datetime(year, month, day, hours, minutes, seconds, microseconds)
+
+
 def _register_default_adapters():
+    # sqlite3's defaults (deprecated there since Python 3.12, still present).
     import datetime
 
     register_adapter(datetime.date, _adapt_date)
     register_adapter(datetime.datetime, _adapt_datetime)
+    register_converter("date", _convert_date)
+    register_converter("timestamp", _convert_timestamp)
 
 
 _register_default_adapters()
 
 
+_BINDABLE = (int, float, str, bytes, bytearray, memoryview)
+
+
 def _adapt(value, index):
-    """A value of a type SQLite does not store, through its adapter or
-    ``__conform__`` (the native binding calls this)."""
+    """A value that is not of an exact built-in type, through its adapter
+    or ``__conform__`` (the native binding calls this)."""
     adapter = adapters.get((type(value), PrepareProtocol))
     if adapter is not None:
         return adapter(value)
@@ -120,9 +169,53 @@ def _adapt(value, index):
         out = conform(PrepareProtocol)
         if out is not None:
             return out
+    if isinstance(value, _BINDABLE):
+        return value
     raise ProgrammingError(
-        f"Error binding parameter {index}: type '{type(value).__name__}' is not supported"
-    )
+        f"Error binding parameter {index}: type '{_type_name(type(value))}' is not supported")
+
+
+def _type_name(t):
+    # What CPython's tp_name says: the bare name for a class defined in
+    # Python, "module.name" for a type defined in C outside builtins.
+    if t.__flags__ & (1 << 9) or t.__module__ == "builtins":  # Py_TPFLAGS_HEAPTYPE
+        return t.__name__
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+Binary = memoryview
+
+
+def _datetime():
+    import datetime
+
+    return datetime
+
+
+def DateFromTicks(ticks):
+    import time
+
+    return _datetime().date(*time.localtime(ticks)[:3])
+
+
+def TimeFromTicks(ticks):
+    import time
+
+    return _datetime().time(*time.localtime(ticks)[3:6])
+
+
+def TimestampFromTicks(ticks):
+    import time
+
+    return _datetime().datetime(*time.localtime(ticks)[:6])
+
+
+def __getattr__(name):
+    # Date, Time and Timestamp are datetime's types (imported on first use).
+    if name in ("Date", "Time", "Timestamp"):
+        d = _datetime()
+        return {"Date": d.date, "Time": d.time, "Timestamp": d.datetime}[name]
+    raise AttributeError(f"module 'pleroma' has no attribute '{name}'")
 
 
 def complete_statement(statement):
@@ -142,13 +235,16 @@ def _is_dml(sql):
 class _Info:
     """What a statement's text says, read once per text."""
 
-    __slots__ = ("names", "is_dml", "decltypes", "blank")
+    __slots__ = ("names", "is_dml", "decltypes", "blank", "readonly", "columns", "description")
 
-    def __init__(self, names, is_dml, decltypes):
+    def __init__(self, names, is_dml, decltypes, readonly=False):
         self.blank = False
         self.names = names
         self.is_dml = is_dml
         self.decltypes = decltypes
+        self.readonly = readonly
+        self.columns = None
+        self.description = None
 
 
 class Row:
@@ -181,7 +277,9 @@ class Row:
                 if k.upper() == folded:
                     return self._values[i]
             raise IndexError("No item with that key")
-        return self._values[key]
+        if isinstance(key, (int, slice)):
+            return self._values[key]
+        raise IndexError("Index must be int or string")
 
     def __eq__(self, other):
         if not isinstance(other, Row):
@@ -238,10 +336,16 @@ class Connection:
             if isinstance(database, bytes):
                 database = os.fsdecode(database)
         self._native = None
+        self._closed = True
         self._isolation_level = None
         self._autocommit = LEGACY_TRANSACTION_CONTROL
         self._check_autocommit(autocommit)
+        if not isinstance(timeout, (int, float)):
+            raise TypeError(f"must be real number, not {type(timeout).__name__}")
+        if not isinstance(detect_types, int):
+            raise TypeError(f"'{type(detect_types).__name__}' object cannot be interpreted as an integer")
         self._native = _native.Native(database, float(timeout), bool(uri))
+        self._closed = False
         self._thread = threading.get_ident()
         self._check_same_thread = check_same_thread
         self.detect_types = detect_types
@@ -261,7 +365,7 @@ class Connection:
                 "autocommit must be True, False, or sqlite3.LEGACY_TRANSACTION_CONTROL")
 
     def _check(self):
-        if self._native is None or self._native.is_closed():
+        if self._closed:
             raise ProgrammingError("Cannot operate on a closed database.")
         if self._check_same_thread and threading.get_ident() != self._thread:
             raise ProgrammingError(
@@ -288,7 +392,7 @@ class Connection:
         if value.upper() not in _LEVELS:
             raise ValueError(
                 "isolation_level string must be '', 'DEFERRED', 'IMMEDIATE', or 'EXCLUSIVE'")
-        self._isolation_level = value
+        self._isolation_level = value.upper()
 
     @property
     def autocommit(self):
@@ -320,13 +424,13 @@ class Connection:
         """The route of the last statement: ``plane``, ``memo``, ``limb``,
         ``residue`` or ``engine``."""
         self._check()
-        return self._native.last_route()[0]
+        return self._native.last_route()
 
     @property
     def last_route_reason(self):
         """Why the last statement took its route."""
         self._check()
-        return self._native.last_route()[1]
+        return self._native.last_route_reason()
 
     def _begin(self):
         """The BEGIN an implicit transaction opens with, or None."""
@@ -358,6 +462,7 @@ class Connection:
             return
         if self._check_same_thread and threading.get_ident() != self._thread:
             self._check()
+        self._closed = True
         self._native.close()
 
     def __enter__(self):
@@ -407,7 +512,7 @@ class Connection:
     def interrupt(self):
         """Make the statement running on this connection in another thread
         fail with ``OperationalError('interrupted')``."""
-        if self._native is None or self._native.is_closed():
+        if self._closed:
             raise ProgrammingError("Cannot operate on a closed database.")
         self._native.interrupt()
 
@@ -435,7 +540,7 @@ class Connection:
             info.blank = True
         else:
             try:
-                names, decltypes = self._native.parameters(parts[0])
+                names, decltypes, readonly = self._native.parameters(parts[0])
             except OperationalError:
                 # It does not prepare on SQLite alone: one of Pleroma's
                 # PRAGMAs (which take several arguments), or an error that
@@ -447,7 +552,7 @@ class Connection:
                 return _Info(None, _is_dml(sql), ())
             if len(parts) > 1:
                 raise ProgrammingError("You can only execute one statement at a time.")
-            info = _Info(tuple(names), _is_dml(sql), tuple(decltypes))
+            info = _Info(tuple(names), _is_dml(sql), tuple(decltypes), readonly)
         if len(self._info) >= _INFO_CAPACITY:
             self._info.clear()
         self._info[sql] = info
@@ -459,12 +564,12 @@ def _bind(info, parameters):
     names = info.names
     if names is None:
         # Not prepared by SQLite alone: the connection checks what it needs.
-        if isinstance(parameters, Mapping):
+        if isinstance(parameters, dict):
             return []
         return parameters
     if type(parameters) is tuple or type(parameters) is list:
         seq = parameters
-    elif isinstance(parameters, Mapping) or isinstance(parameters, dict):
+    elif isinstance(parameters, dict):
         out = []
         for i, name in enumerate(names, 1):
             if name is None:
@@ -492,11 +597,14 @@ def _bind(info, parameters):
 class Cursor:
     """A DB-API cursor over a :class:`Connection`."""
 
+    __slots__ = ("connection", "_arraysize", "row_factory", "description", "rowcount",
+                 "lastrowid", "_result", "_converters", "_closed", "__weakref__", "__dict__")
+
     def __init__(self, connection):
         if not isinstance(connection, Connection):
             raise TypeError("Cursor() argument 1 must be pleroma.Connection")
         self.connection = connection
-        self.arraysize = 1
+        self._arraysize = 1
         self.row_factory = None
         self.description = None
         self.rowcount = -1
@@ -505,13 +613,24 @@ class Cursor:
         self._converters = None
         self._closed = False
 
+    @property
+    def arraysize(self):
+        return self._arraysize
+
+    @arraysize.setter
+    def arraysize(self, value):
+        if not isinstance(value, int):
+            raise TypeError(f"'{type(value).__name__}' object cannot be interpreted as an integer")
+        self._arraysize = value
+
     def _check(self):
         if self._closed:
             raise ProgrammingError("Cannot operate on a closed cursor.")
         self.connection._check()
 
     def close(self):
-        self.connection._check() if self.connection._native is not None else None
+        if self.connection._native is not None:
+            self.connection._check()
         self._result = None
         self._closed = True
 
@@ -522,16 +641,18 @@ class Cursor:
         pass
 
     def execute(self, sql, parameters=(), /):
-        self._check()
+        if self._closed:
+            raise ProgrammingError("Cannot operate on a closed cursor.")
         con = self.connection
-        info = con._statement(sql)
-        values = _bind(info, parameters)
-        begin = con._begin() if info.is_dml else None
+        con._check()
+        info = con._info.get(sql) or con._statement(sql)
         self._result = None
         self.description = None
         if info.blank:
             self.rowcount = -1
             return self
+        values = _bind(info, parameters)
+        begin = con._begin() if info.is_dml else None
         try:
             columns, result, changes, rowid = con._native.run(sql, values, begin, _adapt)
         except BaseException:
@@ -541,13 +662,18 @@ class Cursor:
         self.rowcount = changes if info.is_dml else -1
         self.lastrowid = rowid
         if columns is not None:
-            self._describe(columns, info)
+            if columns == info.columns and not con.detect_types:
+                self.description = info.description
+                self._converters = None
+            else:
+                self._describe(columns, info)
         return self
 
     def _describe(self, columns, info):
         con = self.connection
         detect = con.detect_types
         self._converters = None
+        named = columns
         if detect and converters:
             convs = []
             names = []
@@ -566,24 +692,31 @@ class Cursor:
                         conv = converters.get(decl.split("(")[0].split(" ")[0].upper())
                 convs.append(conv)
                 names.append(name)
-            columns = names
+            named = names
             if any(c is not None for c in convs):
                 self._converters = convs
         elif detect & PARSE_COLNAMES:
-            columns = [n[:n.find("[")].rstrip(" ") if "[" in n else n for n in columns]
-        self.description = tuple((n, None, None, None, None, None, None) for n in columns)
+            named = [n[:n.find("[")].rstrip(" ") if "[" in n else n for n in columns]
+        self.description = tuple((n, None, None, None, None, None, None) for n in named)
+        if not detect:
+            info.columns = columns
+            info.description = self.description
 
     def executemany(self, sql, seq_of_parameters, /):
         self._check()
         con = self.connection
         info = con._statement(sql)
-        if not info.is_dml:
+        if info.readonly and not info.blank:
             raise ProgrammingError("executemany() can only execute DML statements.")
         self._result = None
         self.description = None
         self.rowcount = 0
         native = con._native
-        begin = con._begin()
+        begin = con._begin() if info.is_dml else None
+        if begin is not None and not native.in_transaction():
+            native.run(begin, ())
+        if info.blank:
+            return self
         # All or nothing: a failed row leaves the database as it was
         # before the call (docs/python.md).
         params = iter(seq_of_parameters)
@@ -593,8 +726,6 @@ class Cursor:
             for p in params:
                 values = _bind(info, p)
                 if first:
-                    if begin is not None and not native.in_transaction():
-                        native.run(begin, ())
                     native.run("SAVEPOINT pleroma_executemany", ())
                     first = False
                 _, _, changes, _ = native.run(sql, values, None, _adapt)
@@ -610,7 +741,7 @@ class Cursor:
             raise
         if not first:
             native.run("RELEASE pleroma_executemany", ())
-        self.rowcount = total
+        self.rowcount = total if info.is_dml else -1
         return self
 
     def executescript(self, sql_script, /):
@@ -628,59 +759,50 @@ class Cursor:
         con._native.script(sql_script)
         return self
 
-    def _row(self, t):
+    def _text(self):
+        tf = self.connection.text_factory
+        return None if tf is str else tf
+
+    def _finish(self, rows):
         convs = self._converters
         if convs is not None:
-            t = tuple(_convert(c, v) for c, v in zip(convs, t))
+            rows = [tuple(_convert(c, v) for c, v in zip(convs, t)) for t in rows]
         f = self.row_factory
-        return t if f is None else f(self, t)
-
-    def _text_bytes(self):
-        return self.connection.text_factory is not str
-
-    def _texts(self, rows):
-        tf = self.connection.text_factory
-        if tf is bytes or tf is str:
-            return rows
-        return [tuple(tf(v) if isinstance(v, bytes) else v for v in r) for r in rows]
+        if f is not None:
+            rows = [f(self, t) for t in rows]
+        return rows
 
     def fetchone(self):
         self._check()
         if self._result is None:
             return None
-        tb = self._text_bytes()
-        t = self._result.fetchone(tb)
+        t = self._result.fetchone(self._text())
         if t is None:
             return None
-        if tb:
-            t = self._texts([t])[0]
-        return self._row(t)
+        if self._converters is None and self.row_factory is None:
+            return t
+        return self._finish([t])[0]
 
     def fetchmany(self, size=None):
         self._check()
         if size is None:
-            size = self.arraysize
+            size = self._arraysize
         if self._result is None:
             return []
-        tb = self._text_bytes()
-        rows = self._result.fetch(max(size, 0), tb)
-        if tb:
-            rows = self._texts(rows)
+        # As sqlite3: a size of 0 or less fetches every row left.
+        rows = self._result.fetch(size if size > 0 else None, self._text())
         if self._converters is None and self.row_factory is None:
             return rows
-        return [self._row(t) for t in rows]
+        return self._finish(rows)
 
     def fetchall(self):
         self._check()
         if self._result is None:
             return []
-        tb = self._text_bytes()
-        rows = self._result.fetch(None, tb)
-        if tb:
-            rows = self._texts(rows)
+        rows = self._result.fetch(None, self._text())
         if self._converters is None and self.row_factory is None:
             return rows
-        return [self._row(t) for t in rows]
+        return self._finish(rows)
 
     def __iter__(self):
         return self

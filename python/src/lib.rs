@@ -152,8 +152,22 @@ fn to_value(
     adapt: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Value> {
     if v.is_none() {
-        Ok(Value::Null)
-    } else if let Ok(i) = v.cast::<PyInt>() {
+        return Ok(Value::Null);
+    }
+    if let Some(adapt) = adapt {
+        // Exact built-in types bind as they are; anything else (a `bool`,
+        // a subclass, another type) goes through the adapters first, as
+        // in `sqlite3`.
+        let exact = v.is_exact_instance_of::<PyInt>()
+            || v.is_exact_instance_of::<PyFloat>()
+            || v.is_exact_instance_of::<PyString>()
+            || v.is_exact_instance_of::<PyBytes>();
+        if !exact {
+            let out = adapt.call1((v, index))?;
+            return to_value(&out, index, None);
+        }
+    }
+    if let Ok(i) = v.cast::<PyInt>() {
         match i.extract::<i64>() {
             Ok(i) => Ok(Value::Integer(i)),
             Err(_) => Err(PyOverflowError::new_err(
@@ -171,9 +185,6 @@ fn to_value(
     } else if v.cast::<PyMemoryView>().is_ok() {
         let b: Vec<u8> = v.call_method0("tobytes")?.extract()?;
         Ok(Value::Blob(b))
-    } else if let Some(adapt) = adapt {
-        let out = adapt.call1((v, index))?;
-        to_value(&out, index, None)
     } else {
         let name = v.get_type().qualname()?;
         Err(ProgrammingError::new_err(format!(
@@ -207,15 +218,25 @@ fn to_values(params: &Bound<'_, PyAny>, adapt: Option<&Bound<'_, PyAny>>) -> PyR
         .collect()
 }
 
-/// A SQLite value as the `sqlite3` module returns it; TEXT as `bytes`
-/// when the connection's `text_factory` is not `str`.
-fn to_py_value(py: Python<'_>, v: &Value, text_bytes: bool) -> PyResult<Py<PyAny>> {
+/// A SQLite value as the `sqlite3` module returns it: TEXT through the
+/// connection's `text_factory` when it is not `str` (`None` here), given
+/// the text's bytes (`bytes` itself keeps them).
+fn to_py_value(py: Python<'_>, v: &Value, text: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
     Ok(match v {
         Value::Null => py.None(),
         Value::Integer(i) => i.into_pyobject(py)?.into_any().unbind(),
         Value::Real(f) => f.into_pyobject(py)?.into_any().unbind(),
-        Value::Text(s) if text_bytes => PyBytes::new(py, s.as_bytes()).into_any().unbind(),
-        Value::Text(s) => PyString::new(py, s).into_any().unbind(),
+        Value::Text(s) => match text {
+            None => PyString::new(py, s).into_any().unbind(),
+            Some(f) => {
+                let b = PyBytes::new(py, s.as_bytes());
+                if f.is(py.get_type::<PyBytes>()) {
+                    b.into_any().unbind()
+                } else {
+                    f.call1((b,))?.unbind()
+                }
+            }
+        },
         Value::Blob(b) => PyBytes::new(py, b).into_any().unbind(),
     })
 }
@@ -352,13 +373,14 @@ impl Native {
     }
 
     /// The parameters of `sql` as SQLite numbers them (`None` for `?`),
-    /// and its columns' declared types.
+    /// its columns' declared types, and whether it writes nothing
+    /// (`sqlite3_stmt_readonly`).
     #[allow(clippy::type_complexity)]
     fn parameters(
         &self,
         py: Python<'_>,
         sql: &str,
-    ) -> PyResult<(Vec<Option<String>>, Vec<Option<String>>)> {
+    ) -> PyResult<(Vec<Option<String>>, Vec<Option<String>>, bool)> {
         self.with(py, |c| c.parameters(sql))
     }
 
@@ -385,12 +407,15 @@ impl Native {
         self.with(py, |c| Ok(c.total_changes()))
     }
 
-    /// The last statement's route: its short name, reason and table.
-    fn last_route(&self, py: Python<'_>) -> PyResult<(&'static str, String, Option<String>)> {
-        self.with(py, |c| {
-            let r = c.last_route();
-            Ok((r.label(), r.reason.clone(), r.table.clone()))
-        })
+    /// The last statement's route: `plane`, `memo`, `limb`, `residue` or
+    /// `engine`.
+    fn last_route(&self, py: Python<'_>) -> PyResult<&'static str> {
+        self.with(py, |c| Ok(c.last_route().label()))
+    }
+
+    /// Why the last statement took its route.
+    fn last_route_reason(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(py, |c| Ok(c.last_route().reason.clone()))
     }
 
     fn is_closed(&self) -> bool {
@@ -429,6 +454,10 @@ impl Native {
         let mut flags = rusqlite::functions::FunctionFlags::SQLITE_UTF8;
         if deterministic {
             flags |= rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC;
+        }
+        if !(-1..=127).contains(&narg) {
+            // SQLite's own limit (SQLITE_MISUSE), as `sqlite3` reports it.
+            return Err(OperationalError::new_err("Error creating function"));
         }
         let name = name.to_owned();
         self.with(py, move |c| {
@@ -497,12 +526,12 @@ struct NativeResult {
 #[pymethods]
 impl NativeResult {
     /// Up to `n` more rows (all that are left when `None`), as tuples.
-    #[pyo3(signature = (n=None, text_bytes=false))]
+    #[pyo3(signature = (n=None, text=None))]
     fn fetch<'py>(
         &self,
         py: Python<'py>,
         n: Option<usize>,
-        text_bytes: bool,
+        text: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
         let start = *next;
@@ -514,7 +543,7 @@ impl NativeResult {
         for row in &self.rows.rows[start..end] {
             let items = row
                 .iter()
-                .map(|v| to_py_value(py, v, text_bytes))
+                .map(|v| to_py_value(py, v, text.as_ref()))
                 .collect::<PyResult<Vec<_>>>()?;
             list.append(PyTuple::new(py, items)?)?;
         }
@@ -523,11 +552,11 @@ impl NativeResult {
     }
 
     /// The next row, or `None`.
-    #[pyo3(signature = (text_bytes=false))]
+    #[pyo3(signature = (text=None))]
     fn fetchone<'py>(
         &self,
         py: Python<'py>,
-        text_bytes: bool,
+        text: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
         let Some(row) = self.rows.rows.get(*next) else {
@@ -536,7 +565,7 @@ impl NativeResult {
         *next += 1;
         let items = row
             .iter()
-            .map(|v| to_py_value(py, v, text_bytes))
+            .map(|v| to_py_value(py, v, text.as_ref()))
             .collect::<PyResult<Vec<_>>>()?;
         Ok(Some(PyTuple::new(py, items)?))
     }

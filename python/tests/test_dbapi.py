@@ -245,3 +245,60 @@ def test_interrupt_and_unsupported():
     with pytest.raises(AttributeError):
         con.no_such_method
     con.close()
+
+
+def test_found_from_outside(both):
+    """What the first outside attack on the package found, each a twin."""
+    import collections
+    import decimal
+
+    def script(m, con, rec):
+        con.execute("CREATE TABLE t(a)")
+        con.executemany("INSERT INTO t VALUES (?)", [(1,), (2,), (3,)])
+        cur = con.execute("SELECT a FROM t ORDER BY a")
+        rec("fetchmany -1", lambda: cur.fetchmany(-1))
+        cur = con.execute("SELECT a FROM t ORDER BY a")
+        cur.arraysize = 0
+        rec("arraysize 0", cur.fetchmany)
+        rec("arraysize type", lambda: setattr(cur, "arraysize", "x"))
+        con.commit()
+        rec("many empty", lambda: (con.executemany("INSERT INTO t VALUES (?)", []).rowcount,
+                                   con.in_transaction))
+        con.rollback()
+        rec("many ddl", lambda: con.executemany("CREATE TABLE IF NOT EXISTS z(a)", [()]).rowcount)
+        rec("many select", lambda: con.executemany("SELECT ?", [(1,)]))
+        con.text_factory = lambda b: b.decode().upper()
+        rec("text factory spares blobs", lambda: con.execute("SELECT 'abc', x'6869'").fetchall())
+        con.text_factory = bytes
+        rec("bytes factory", lambda: con.execute("SELECT 'abc', x'6869'").fetchall())
+        con.text_factory = str
+        rec("decimal", lambda: con.execute("SELECT ?", (decimal.Decimal(1),)))
+        rec("userdict", lambda: con.execute("SELECT :a", collections.UserDict(a=1)))
+        con.row_factory = m.Row
+        row = con.execute("SELECT 1 AS a").fetchone()
+        rec("row float index", lambda: row[1.0])
+        con.row_factory = None
+        rec("narg 200", lambda: con.create_function("k", 200, lambda *a: 1))
+        rec("module names", lambda: (m.Binary(b"x").tobytes(), m.Date(2020, 1, 2),
+                                     m.Time(1, 2, 3), m.Timestamp(2020, 1, 2, 3, 4, 5)))
+        rec("adapt", lambda: m.adapt(5, m.PrepareProtocol, "alt"))
+        rec("level case", lambda: m.connect(":memory:", isolation_level="deferred").isolation_level)
+        rec("detect type", lambda: m.connect(":memory:", detect_types="x"))
+        rec("timeout type", lambda: m.connect(":memory:", timeout="x"))
+    both(script)
+
+
+def test_bool_adapter_and_default_converters(both):
+    import datetime
+
+    def script(m, con, rec):
+        con.execute("CREATE TABLE d(day date, at timestamp)")
+        con.execute("INSERT INTO d VALUES (?, ?)",
+                    (datetime.date(2020, 1, 2), datetime.datetime(2020, 1, 2, 3, 4, 5, 600)))
+        rec("converted", lambda: con.execute("SELECT day, at FROM d").fetchall())
+        m.register_adapter(bool, lambda b: "B" if b else "b")
+        try:
+            rec("bool adapted", lambda: con.execute("SELECT ?, ?", (True, 1)).fetchall())
+        finally:
+            del m.adapters[(bool, m.PrepareProtocol)]
+    both(script, name="d.db", detect_types=sqlite3.PARSE_DECLTYPES)

@@ -232,3 +232,48 @@ def test_without_pyarrow_the_error_says_what_to_install(monkeypatch):
     with pytest.raises(ImportError, match="pip install pandas"):
         con.execute("SELECT 1").df()
     con.close()
+
+
+def test_two_connections_and_locks(tmp_path):
+    """Found from outside: a connection opened before another attached a
+    plane keeps writing; under another connection's lock (rollback
+    journal, no timeout) errors are SQLite's. Twin against sqlite3."""
+    seen = {}
+    for m in (sqlite3, pleroma):
+        out = []
+
+        def rec(label, f):
+            try:
+                out.append((label, f()))
+            except Exception as e:  # noqa: BLE001
+                out.append((label, type(e).__name__, str(e)))
+
+        p = str(tmp_path / f"{m.__name__}.db")
+        a = m.connect(p, timeout=0)
+        b = m.connect(p, timeout=0)
+        a.execute("CREATE TABLE f(id INTEGER PRIMARY KEY, a TEXT NOT NULL, m INTEGER)")
+        a.execute("CREATE TABLE other(x)")
+        a.commit()
+        if m is pleroma:
+            a.execute("PRAGMA pleroma_attach('f', 'a', 'm')")
+        a.execute("INSERT INTO f(a, m) VALUES ('x', 1)")
+        rec("b reads", lambda: b.execute("SELECT a, SUM(m) FROM f GROUP BY a").fetchall())
+        a.commit()
+        rec("b writes", lambda: b.execute("INSERT INTO f(a, m) VALUES ('y', 2)").rowcount)
+        b.commit()
+        # b reads (a shared lock) while a fails a constraint, in a script.
+        b.execute("BEGIN")
+        rec("b shared", lambda: b.execute("SELECT count(*) FROM f").fetchall())
+        rec("a fails", lambda: a.executescript("INSERT INTO f(a, m) VALUES (NULL, 2);"))
+        b.rollback()
+        a.execute("INSERT INTO other VALUES (1)")
+        a.commit()
+        a.execute("BEGIN EXCLUSIVE")
+        for sql in ["SELECT count(*) FROM f", "COMMIT", "ROLLBACK", "RELEASE x", "SELECT 1"]:
+            rec(sql, lambda sql=sql: b.execute(sql).fetchall())
+        a.rollback()
+        rec("final", lambda: b.execute("SELECT a, SUM(m) FROM f GROUP BY a ORDER BY a").fetchall())
+        a.close()
+        b.close()
+        seen[m.__name__] = out
+    assert seen["sqlite3"] == seen["pleroma"]
