@@ -226,18 +226,33 @@ def complete_statement(statement):
 
 
 def _is_dml(sql):
-    # As the sqlite3 module (3.11) decides where to begin a transaction:
-    # the first word after blanks is INSERT, UPDATE, DELETE or REPLACE.
-    head = sql.lstrip(" \t\r\n")[:7].upper()
+    # As the sqlite3 module (3.11) decides where to begin a transaction and
+    # what rowcount counts: the first word after blanks and comments is
+    # INSERT, UPDATE, DELETE or REPLACE.
+    i, n = 0, len(sql)
+    while i < n:
+        if sql[i] in " \t\r\n\f":
+            i += 1
+        elif sql.startswith("--", i):
+            j = sql.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif sql.startswith("/*", i):
+            j = sql.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        else:
+            break
+    head = sql[i:i + 7].upper()
     return head.startswith(("INSERT", "UPDATE", "DELETE", "REPLACE"))
 
 
 class _Info:
     """What a statement's text says, read once per text."""
 
-    __slots__ = ("names", "is_dml", "decltypes", "blank", "readonly", "columns", "description")
+    __slots__ = ("names", "is_dml", "decltypes", "blank", "readonly", "columns", "description",
+                 "text")
 
     def __init__(self, names, is_dml, decltypes, readonly=False):
+        self.text = None
         self.blank = False
         self.names = names
         self.is_dml = is_dml
@@ -497,6 +512,9 @@ class Connection:
         return cur
 
     def execute(self, sql, parameters=(), /):
+        if self.row_factory is None:
+            # The common case without cursor()'s checks (execute repeats them).
+            return Cursor(self).execute(sql, parameters)
         return self.cursor().execute(sql, parameters)
 
     def executemany(self, sql, parameters, /):
@@ -553,6 +571,9 @@ class Connection:
             if len(parts) > 1:
                 raise ProgrammingError("You can only execute one statement at a time.")
             info = _Info(tuple(names), _is_dml(sql), tuple(decltypes), readonly)
+            # The statement alone, without a tail of blanks and comments
+            # (which SQLite skips, and the router would read as a statement).
+            info.text = parts[0]
         if len(self._info) >= _INFO_CAPACITY:
             self._info.clear()
         self._info[sql] = info
@@ -562,6 +583,8 @@ class Connection:
 def _bind(info, parameters):
     """The parameter values in SQLite's numbering, checked as ``sqlite3`` checks them."""
     names = info.names
+    if type(parameters) is tuple and len(parameters) == len(names or ()):
+        return parameters
     if names is None:
         # Not prepared by SQLite alone: the connection checks what it needs.
         if isinstance(parameters, dict):
@@ -654,7 +677,8 @@ class Cursor:
         values = _bind(info, parameters)
         begin = con._begin() if info.is_dml else None
         try:
-            columns, result, changes, rowid = con._native.run(sql, values, begin, _adapt)
+            columns, result, changes, rowid = con._native.run(
+                info.text or sql, values, begin, _adapt)
         except BaseException:
             self.rowcount = -1
             raise
@@ -728,7 +752,7 @@ class Cursor:
                 if first:
                     native.run("SAVEPOINT pleroma_executemany", ())
                     first = False
-                _, _, changes, _ = native.run(sql, values, None, _adapt)
+                _, _, changes, _ = native.run(info.text or sql, values, None, _adapt)
                 total += changes
         except BaseException:
             self.rowcount = -1
@@ -763,6 +787,9 @@ class Cursor:
         tf = self.connection.text_factory
         return None if tf is str else tf
 
+    def _plain(self):
+        return self._converters is None and self.row_factory is None
+
     def _finish(self, rows):
         convs = self._converters
         if convs is not None:
@@ -796,10 +823,12 @@ class Cursor:
         return self._finish(rows)
 
     def fetchall(self):
-        self._check()
+        if self._closed or self.connection._closed:
+            self._check()
         if self._result is None:
             return []
-        rows = self._result.fetch(None, self._text())
+        tf = self.connection.text_factory
+        rows = self._result.fetch(None, None if tf is str else tf)
         if self._converters is None and self.row_factory is None:
             return rows
         return self._finish(rows)

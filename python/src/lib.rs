@@ -256,6 +256,26 @@ struct Native {
     closed: std::sync::atomic::AtomicBool,
     /// Ends the running statement from another thread, without the lock.
     interrupt: rusqlite::InterruptHandle,
+    /// The thread holding `conn` (0: none): a Python function that a
+    /// statement calls, using the same connection, is refused instead of
+    /// waiting for itself.
+    holder: std::sync::atomic::AtomicU64,
+}
+
+/// This thread's number for `Native::holder` (never 0).
+fn thread_number() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static ME: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    ME.with(|m| *m)
+}
+
+fn reentered(what: &str) -> PyErr {
+    ProgrammingError::new_err(format!(
+        "pleroma: a function called by a statement cannot {what} the connection running that statement"
+    ))
 }
 
 impl Native {
@@ -268,9 +288,17 @@ impl Native {
         py: Python<'_>,
         f: impl FnOnce(&mut pleroma::Connection) -> pleroma::Result<T> + Send,
     ) -> PyResult<T> {
+        use std::sync::atomic::Ordering;
+        let me = thread_number();
+        if self.holder.load(Ordering::Acquire) == me {
+            return Err(reentered("use"));
+        }
         let r = py.detach(|| {
             let mut g = self.lock();
-            g.as_mut().map(f)
+            self.holder.store(me, Ordering::Release);
+            let r = g.as_mut().map(f);
+            self.holder.store(0, Ordering::Release);
+            r
         });
         match r {
             None => Err(closed()),
@@ -301,6 +329,7 @@ impl Native {
         });
         match r {
             Ok(c) => Ok(Native {
+                holder: std::sync::atomic::AtomicU64::new(0),
                 interrupt: c.sqlite().get_interrupt_handle(),
                 conn: Mutex::new(Some(c)),
                 closed: std::sync::atomic::AtomicBool::new(false),
@@ -434,11 +463,15 @@ impl Native {
 
     /// Close the connection; an open transaction is rolled back (as
     /// SQLite does when a connection closes).
-    fn close(&self, py: Python<'_>) {
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if self.holder.load(std::sync::atomic::Ordering::Acquire) == thread_number() {
+            return Err(reentered("close"));
+        }
         self.closed
             .store(true, std::sync::atomic::Ordering::Release);
         let c = py.detach(|| self.lock().take());
         py.detach(move || drop(c));
+        Ok(())
     }
 
     /// Register a scalar SQL function backed by a Python callable.

@@ -302,3 +302,27 @@ def test_bool_adapter_and_default_converters(both):
         finally:
             del m.adapters[(bool, m.PrepareProtocol)]
     both(script, name="d.db", detect_types=sqlite3.PARSE_DECLTYPES)
+
+
+def test_comments_and_reentrant_functions(both):
+    def script(m, con, rec):
+        con.execute("CREATE TABLE t(a)")
+        rec("prefixed", lambda: con.execute("-- foo\n/* bar */ INSERT INTO t VALUES (1), (2)").rowcount)
+        rec("in txn", lambda: con.in_transaction)
+        rec("appended", lambda: con.execute("SELECT a FROM t ORDER BY a; /*").fetchall())
+        rec("appended line", lambda: con.execute("SELECT 1; -- x").fetchall())
+    both(script)
+
+
+def test_a_function_using_its_own_connection_is_refused_not_hung():
+    # sqlite3 lets the function run a statement on the connection that is
+    # running the one calling it; pleroma refuses (docs/python.md), and
+    # never waits for itself.
+    con = pleroma.connect(":memory:")
+    con.execute("CREATE TABLE t(a)")
+    con.execute("INSERT INTO t VALUES (1)")
+    con.create_function("dup", 1, lambda v: con.execute("SELECT ?", (v,)).fetchone()[0])
+    with pytest.raises(pleroma.OperationalError, match="user-defined function raised exception"):
+        con.execute("SELECT dup(a) FROM t")
+    assert con.execute("SELECT a FROM t").fetchall() == [(1,)]
+    con.close()
