@@ -25,6 +25,11 @@ done
 # The server under load (issue 15): every answer checked against SQLite.
 "$bin" bench serve --rows 2000 --clients 4 --seconds 1 --calls 100 > "$out/serve.md"
 "$bin" bench speedtest --rows 600 --json "$out/speedtest.json" > "$out/speedtest.md"
+# The Python package's side-by-side run (issue 23), with the package
+# scripts/test.sh installed into its own environment: every arm's rows
+# checked against the sqlite3 module's.
+target/python-tests/bin/python -m pleroma.bench --rows 2000 --runs 3 --pleroma "$bin" \
+    --db "$PLEROMA_BENCH_DATA/python-ledger.db" > "$out/python.md"
 # The regression gate reads what the harness writes (a file against itself
 # never regresses).
 "$bin" bench compare "$out/ledger.json" "$out/ledger.json"

@@ -18,6 +18,7 @@ its cells in microseconds. What differs from ``sqlite3`` is listed in
 """
 
 import threading
+from builtins import callable as builtins_callable
 from . import _native
 from ._constants import *  # noqa: F401,F403  (SQLite's constants, as sqlite3 exports them)
 from ._native import (  # noqa: F401  (the DB-API's names)
@@ -63,7 +64,7 @@ _LEVELS = ("", "DEFERRED", "IMMEDIATE", "EXCLUSIVE")
 # (docs/python.md): asking for one raises NotSupportedError, not a
 # bare AttributeError.
 _NOT_SUPPORTED = frozenset((
-    "create_aggregate", "create_window_function", "create_collation",
+    "create_window_function",
     "set_authorizer", "set_progress_handler", "set_trace_callback",
     "enable_load_extension", "load_extension", "backup", "iterdump",
     "blobopen", "serialize", "deserialize", "getlimit", "setlimit",
@@ -526,6 +527,20 @@ class Connection:
     def create_function(self, name, narg, func, *, deterministic=False):
         self._check()
         self._native.create_function(name, narg, func, deterministic)
+
+    def create_aggregate(self, name, n_arg, aggregate_class):
+        """An aggregate SQL function: per group an instance of
+        ``aggregate_class``, ``step(*args)`` per row, ``finalize()``."""
+        self._check()
+        self._native.create_aggregate(name, n_arg, aggregate_class)
+
+    def create_collation(self, name, callable):  # noqa: A002 (sqlite3's name)
+        """A collation comparing two strings with ``callable(a, b)``;
+        ``None`` removes it."""
+        self._check()
+        if callable is not None and not builtins_callable(callable):
+            raise TypeError("parameter must be callable")
+        self._native.create_collation(name, callable)
 
     def interrupt(self):
         """Make the statement running on this connection in another thread

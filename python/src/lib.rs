@@ -474,6 +474,59 @@ impl Native {
         Ok(())
     }
 
+    /// Register an aggregate SQL function backed by a Python class.
+    fn create_aggregate(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        narg: i32,
+        class: Py<PyAny>,
+    ) -> PyResult<()> {
+        if !(-1..=127).contains(&narg) {
+            return Err(OperationalError::new_err("Error creating aggregate"));
+        }
+        let name = name.to_owned();
+        self.with(py, move |c| {
+            c.sqlite()
+                .create_aggregate_function(
+                    name.as_str(),
+                    narg,
+                    rusqlite::functions::FunctionFlags::SQLITE_UTF8,
+                    PyAggregate { class },
+                )
+                .map_err(pleroma::Error::from)
+        })
+    }
+
+    /// Register (or, with `None`, remove) a collation backed by a Python
+    /// callable that compares two strings as a negative, zero or positive
+    /// number.
+    fn create_collation(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        func: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let name = name.to_owned();
+        self.with(py, move |c| {
+            let db = c.sqlite();
+            match func {
+                None => db.remove_collation(name.as_str()),
+                Some(func) => db.create_collation(name.as_str(), move |a, b| {
+                    Python::attach(|py| {
+                        let r = func.bind(py).call1((a, b)).and_then(|v| v.extract::<i64>());
+                        match r {
+                            Ok(n) => n.cmp(&0),
+                            // As sqlite3: a failing callable compares equal.
+                            Err(_) => std::cmp::Ordering::Equal,
+                        }
+                    })
+                }),
+            }
+            .map_err(pleroma::Error::from)
+        })
+    }
+
     /// Register a scalar SQL function backed by a Python callable.
     #[pyo3(signature = (name, narg, func, deterministic=false))]
     fn create_function(
@@ -499,6 +552,101 @@ impl Native {
                     call_function(&func, ctx)
                 })
                 .map_err(pleroma::Error::from)
+        })
+    }
+}
+
+/// A Python aggregate class (`create_aggregate`): an instance per group,
+/// `step(*args)` per row, `finalize()` for the value.
+struct PyAggregate {
+    class: Py<PyAny>,
+}
+
+/// An error inside an aggregate, with `sqlite3`'s message.
+#[derive(Debug)]
+struct RaisedInAggregate(&'static str);
+
+impl std::fmt::Display for RaisedInAggregate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "user-defined aggregate's '{}' method raised error",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for RaisedInAggregate {}
+
+fn agg_fail(what: &'static str) -> impl Fn(PyErr) -> rusqlite::Error {
+    move |_| rusqlite::Error::UserFunctionError(Box::new(RaisedInAggregate(what)))
+}
+
+/// The arguments of a call, as Python values.
+fn call_args<'py>(
+    py: Python<'py>,
+    ctx: &rusqlite::functions::Context<'_>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    use rusqlite::types::ValueRef;
+    let mut args = Vec::with_capacity(ctx.len());
+    for i in 0..ctx.len() {
+        let v = match ctx.get_raw(i) {
+            ValueRef::Null => py.None(),
+            ValueRef::Integer(i) => i.into_pyobject(py)?.into_any().unbind(),
+            ValueRef::Real(f) => f.into_pyobject(py)?.into_any().unbind(),
+            ValueRef::Text(t) => PyString::new(py, &String::from_utf8_lossy(t))
+                .into_any()
+                .unbind(),
+            ValueRef::Blob(b) => PyBytes::new(py, b).into_any().unbind(),
+        };
+        args.push(v);
+    }
+    PyTuple::new(py, args)
+}
+
+impl rusqlite::functions::Aggregate<std::panic::AssertUnwindSafe<Py<PyAny>>, Value>
+    for PyAggregate
+{
+    fn init(
+        &self,
+        _: &mut rusqlite::functions::Context<'_>,
+    ) -> rusqlite::Result<std::panic::AssertUnwindSafe<Py<PyAny>>> {
+        Python::attach(|py| {
+            let obj = self.class.bind(py).call0().map_err(agg_fail("__init__"))?;
+            Ok(std::panic::AssertUnwindSafe(obj.unbind()))
+        })
+    }
+
+    fn step(
+        &self,
+        ctx: &mut rusqlite::functions::Context<'_>,
+        acc: &mut std::panic::AssertUnwindSafe<Py<PyAny>>,
+    ) -> rusqlite::Result<()> {
+        Python::attach(|py| {
+            let args = call_args(py, ctx).map_err(agg_fail("step"))?;
+            acc.bind(py)
+                .call_method1("step", args)
+                .map_err(agg_fail("step"))?;
+            Ok(())
+        })
+    }
+
+    fn finalize(
+        &self,
+        ctx: &mut rusqlite::functions::Context<'_>,
+        acc: Option<std::panic::AssertUnwindSafe<Py<PyAny>>>,
+    ) -> rusqlite::Result<Value> {
+        let _ = ctx;
+        // As sqlite3: no row stepped, no instance, NULL.
+        let Some(acc) = acc else {
+            return Ok(Value::Null);
+        };
+        Python::attach(|py| {
+            let out = acc
+                .bind(py)
+                .call_method0("finalize")
+                .map_err(agg_fail("finalize"))?;
+            to_value(&out, 0, None).map_err(agg_fail("finalize"))
         })
     }
 }

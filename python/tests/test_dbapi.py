@@ -240,8 +240,8 @@ def test_interrupt_and_unsupported():
         t.join(0.01)
     assert seen == ["interrupted"]
     assert con.execute("SELECT 1").fetchall() == [(1,)]
-    with pytest.raises(pleroma.NotSupportedError, match="create_aggregate"):
-        con.create_aggregate("agg", 1, object)
+    with pytest.raises(pleroma.NotSupportedError, match="create_window_function"):
+        con.create_window_function("agg", 1, object)
     with pytest.raises(AttributeError):
         con.no_such_method
     con.close()
@@ -326,3 +326,39 @@ def test_a_function_using_its_own_connection_is_refused_not_hung():
         con.execute("SELECT dup(a) FROM t")
     assert con.execute("SELECT a FROM t").fetchall() == [(1,)]
     con.close()
+
+
+def test_aggregates_and_collations(both):
+    class Total:
+        def __init__(self):
+            self.n = 0
+
+        def step(self, v):
+            self.n += v or 0
+
+        def finalize(self):
+            return self.n
+
+    class Broken:
+        def step(self, v):
+            raise ValueError(v)
+
+        def finalize(self):
+            return 0
+
+    def script(m, con, rec):
+        con.create_aggregate("total_of", 1, Total)
+        con.create_aggregate("broken", 1, Broken)
+        con.execute("CREATE TABLE t(g, v)")
+        con.executemany("INSERT INTO t VALUES (?, ?)", [("a", 1), ("b", 2), ("a", 3), ("b", None)])
+        rec("grouped", lambda: con.execute(
+            "SELECT g, total_of(v) FROM t GROUP BY g ORDER BY g").fetchall())
+        rec("no rows", lambda: con.execute("SELECT total_of(v) FROM t WHERE 0").fetchall())
+        rec("broken", lambda: con.execute("SELECT broken(v) FROM t"))
+        con.create_collation("rev", lambda a, b: (a < b) - (a > b))
+        rec("collated", lambda: con.execute(
+            "SELECT g FROM t ORDER BY g COLLATE rev, v").fetchall())
+        con.create_collation("rev", None)
+        rec("removed", lambda: con.execute("SELECT g FROM t ORDER BY g COLLATE rev"))
+        rec("not callable", lambda: con.create_collation("x", 5))
+    both(script)
