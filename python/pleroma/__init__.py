@@ -65,7 +65,7 @@ _LEVELS = ("", "DEFERRED", "IMMEDIATE", "EXCLUSIVE")
 # bare AttributeError.
 _NOT_SUPPORTED = frozenset((
     "create_window_function",
-    "set_authorizer", "set_progress_handler", "set_trace_callback",
+    "set_authorizer", "set_progress_handler",
     "enable_load_extension", "load_extension", "backup", "iterdump",
     "blobopen", "serialize", "deserialize", "getlimit", "setlimit",
     "getconfig", "setconfig",
@@ -367,6 +367,7 @@ class Connection:
         self.detect_types = detect_types
         self.row_factory = None
         self.text_factory = str
+        self._trace = None
         self._info = {}
         self.isolation_level = isolation_level
         self._autocommit = autocommit
@@ -461,17 +462,17 @@ class Connection:
         self._check()
         if self._autocommit is True:
             return
-        self._native.end("COMMIT")
+        self._end("COMMIT")
         if self._autocommit is False:
-            self._native.run("BEGIN", ())
+            self._native.run("BEGIN", (), None, None, self._trace)
 
     def rollback(self):
         self._check()
         if self._autocommit is True:
             return
-        self._native.end("ROLLBACK")
+        self._end("ROLLBACK")
         if self._autocommit is False:
-            self._native.run("BEGIN", ())
+            self._native.run("BEGIN", (), None, None, self._trace)
 
     def close(self):
         if self._native is None:
@@ -541,6 +542,19 @@ class Connection:
         if callable is not None and not builtins_callable(callable):
             raise TypeError("parameter must be callable")
         self._native.create_collation(name, callable)
+
+    def set_trace_callback(self, trace_callback):
+        """Call ``trace_callback(sql)`` with each statement this connection
+        runs for the program (its parameters expanded), as ``sqlite3``
+        does; ``None`` stops it. Pleroma's own statements (state rows, the
+        wrap of an autocommit write) are not traced: they are not the
+        program's."""
+        self._check()
+        self._trace = trace_callback
+
+    def _end(self, verb):
+        if self._native.end(verb) and self._trace is not None:
+            _call_trace(self._trace, verb)
 
     def interrupt(self):
         """Make the statement running on this connection in another thread
@@ -693,7 +707,7 @@ class Cursor:
         begin = con._begin() if info.is_dml else None
         try:
             columns, result, changes, rowid = con._native.run(
-                info.text or sql, values, begin, _adapt)
+                info.text or sql, values, begin, _adapt, con._trace)
         except BaseException:
             self.rowcount = -1
             raise
@@ -753,6 +767,8 @@ class Cursor:
         native = con._native
         begin = con._begin() if info.is_dml else None
         if begin is not None and not native.in_transaction():
+            if con._trace is not None:
+                _call_trace(con._trace, begin)
             native.run(begin, ())
         if info.blank:
             return self
@@ -767,7 +783,7 @@ class Cursor:
                 if first:
                     native.run("SAVEPOINT pleroma_executemany", ())
                     first = False
-                _, _, changes, _ = native.run(info.text or sql, values, None, _adapt)
+                _, _, changes, _ = native.run(info.text or sql, values, None, _adapt, con._trace)
                 total += changes
         except BaseException:
             self.rowcount = -1
@@ -792,10 +808,16 @@ class Cursor:
             raise ValueError("embedded null character")
         con = self.connection
         if con._autocommit is not True:
-            con._native.end("COMMIT")
+            con._end("COMMIT")
         self._result = None
         self.description = None
-        con._native.script(sql_script)
+        if con._trace is None:
+            con._native.script(sql_script)
+        else:
+            # One statement at a time, each traced as it runs.
+            for raw, part in _native.Native.split_traced(sql_script):
+                _call_trace(con._trace, raw)
+                con._native.run(part, ())
         return self
 
     def _text(self):
@@ -871,6 +893,16 @@ class Cursor:
         """The rows not fetched yet, as a pandas ``DataFrame`` (through Arrow)."""
         _require("pandas", "df()")
         return self.fetch_arrow_table().to_pandas()
+
+
+def _call_trace(trace, sql):
+    try:
+        trace(sql)
+    except Exception:  # noqa: BLE001 (sqlite3 ignores it too)
+        if _callback_tracebacks:
+            import traceback
+
+            traceback.print_exc()
 
 
 def _convert(conv, v):

@@ -350,7 +350,11 @@ impl Native {
     /// Run one statement; `begin` first (the implicit BEGIN of the DB-API)
     /// when given and no transaction is open. Returns the result, the
     /// rows it changed and `last_insert_rowid()`.
-    #[pyo3(signature = (sql, params, begin=None, adapt=None))]
+    /// With `trace`, it is called with each statement run (the BEGIN, the
+    /// statement with its parameters expanded), as `sqlite3`'s trace
+    /// callback is, whether it then fails or not.
+    #[pyo3(signature = (sql, params, begin=None, adapt=None, trace=None))]
+    #[allow(clippy::too_many_arguments)]
     fn run(
         &self,
         py: Python<'_>,
@@ -358,17 +362,37 @@ impl Native {
         params: &Bound<'_, PyAny>,
         begin: Option<&str>,
         adapt: Option<Bound<'_, PyAny>>,
+        trace: Option<Bound<'_, PyAny>>,
     ) -> PyResult<(Option<Py<PyList>>, NativeResult, u64, i64)> {
         let values = to_values(params, adapt.as_ref())?;
-        let (rows, changes, rowid) = self.with(py, |c| {
+        let tracing = trace.is_some();
+        let mut traced: Vec<String> = Vec::new();
+        let r = self.with(py, |c| {
             if let Some(b) = begin {
                 if c.is_autocommit() {
+                    if tracing {
+                        traced.push(b.to_owned());
+                    }
                     c.execute(b, &[])?;
                 }
             }
+            if tracing {
+                traced.push(
+                    c.expanded_sql(sql, &values)
+                        .unwrap_or_else(|| sql.to_owned()),
+                );
+            }
             let rows = c.query(sql, &values)?;
             Ok((rows, c.changes(), c.last_insert_rowid()))
-        })?;
+        });
+        if let Some(t) = &trace {
+            for s in traced {
+                // As sqlite3: an error in the trace callback is not the
+                // statement's.
+                let _ = t.call1((s,));
+            }
+        }
+        let (rows, changes, rowid) = r?;
         let columns = if rows.columns.is_empty() {
             None
         } else {
@@ -387,12 +411,14 @@ impl Native {
 
     /// `COMMIT` or `ROLLBACK` (`verb`) when a transaction is open, checked
     /// and run under one lock (another thread may share the connection).
-    fn end(&self, py: Python<'_>, verb: &str) -> PyResult<()> {
+    /// Returns whether it ran.
+    fn end(&self, py: Python<'_>, verb: &str) -> PyResult<bool> {
         self.with(py, |c| {
-            if !c.is_autocommit() {
-                c.execute(verb, &[])?;
+            if c.is_autocommit() {
+                return Ok(false);
             }
-            Ok(())
+            c.execute(verb, &[])?;
+            Ok(true)
         })
     }
 
@@ -419,6 +445,26 @@ impl Native {
         pleroma::split::statements(sql)
             .into_iter()
             .map(|r| sql[r].to_owned())
+            .collect()
+    }
+
+    /// The statements of `sql`, each with its text as SQLite's trace shows
+    /// it inside a script: from the end of the one before (blanks and
+    /// comments included) to its own `;`.
+    #[staticmethod]
+    fn split_traced(sql: &str) -> Vec<(String, String)> {
+        let mut from = 0;
+        pleroma::split::statements(sql)
+            .into_iter()
+            .map(|r| {
+                let mut end = r.end;
+                if sql[end..].starts_with(';') {
+                    end += 1;
+                }
+                let raw = sql[from.min(r.start)..end].to_owned();
+                from = end;
+                (raw, sql[r].to_owned())
+            })
             .collect()
     }
 
@@ -568,11 +614,14 @@ struct RaisedInAggregate(&'static str);
 
 impl std::fmt::Display for RaisedInAggregate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "user-defined aggregate's '{}' method raised error",
-            self.0
-        )
+        match self.0.strip_suffix(" not defined") {
+            Some(m) => write!(f, "user-defined aggregate's '{m}' method not defined"),
+            None => write!(
+                f,
+                "user-defined aggregate's '{}' method raised error",
+                self.0
+            ),
+        }
     }
 }
 
@@ -624,9 +673,11 @@ impl rusqlite::functions::Aggregate<std::panic::AssertUnwindSafe<Py<PyAny>>, Val
     ) -> rusqlite::Result<()> {
         Python::attach(|py| {
             let args = call_args(py, ctx).map_err(agg_fail("step"))?;
-            acc.bind(py)
-                .call_method1("step", args)
-                .map_err(agg_fail("step"))?;
+            let step = acc
+                .bind(py)
+                .getattr("step")
+                .map_err(agg_fail("step not defined"))?;
+            step.call1(args).map_err(agg_fail("step"))?;
             Ok(())
         })
     }
@@ -642,10 +693,11 @@ impl rusqlite::functions::Aggregate<std::panic::AssertUnwindSafe<Py<PyAny>>, Val
             return Ok(Value::Null);
         };
         Python::attach(|py| {
-            let out = acc
+            let finalize = acc
                 .bind(py)
-                .call_method0("finalize")
-                .map_err(agg_fail("finalize"))?;
+                .getattr("finalize")
+                .map_err(agg_fail("finalize not defined"))?;
+            let out = finalize.call0().map_err(agg_fail("finalize"))?;
             to_value(&out, 0, None).map_err(agg_fail("finalize"))
         })
     }

@@ -155,3 +155,21 @@ def test_autocommit_attribute(tmp_path, mode):
     assert seen[0] == ([True, False, False, [(1,)], False, False] if mode
                        else [False, True, True, None, True, True])
     assert all(s == seen[0] for s in seen)
+
+
+def test_trace_callback(both):
+    def script(m, con, rec):
+        seen = []
+        con.set_trace_callback(seen.append)
+        con.execute("CREATE TABLE t(a)")
+        con.execute("INSERT INTO t VALUES (?)", (1,))
+        con.executemany("INSERT INTO t VALUES (?)", [(2,), (3,)])
+        con.commit()
+        with con:
+            con.execute("UPDATE t SET a = a + ?", ("x",))
+        con.executescript("INSERT INTO t VALUES (4); DELETE FROM t WHERE a = 4;")
+        con.rollback()
+        con.set_trace_callback(None)
+        con.execute("SELECT 1")
+        rec("traced", lambda: seen)
+    both(script)

@@ -256,6 +256,19 @@ impl Connection {
         self.db.last_insert_rowid()
     }
 
+    /// `sql`'s first statement with `params` bound, as SQLite expands it
+    /// for a trace (`sqlite3_expanded_sql`); `None` when it does not
+    /// prepare or bind (the statement itself then reports the error).
+    pub fn expanded_sql(&self, sql: &str, params: &[Value]) -> Option<String> {
+        let mut stmt = self.db.prepare_cached(sql).ok()?;
+        for (i, v) in params.iter().enumerate() {
+            stmt.raw_bind_parameter(i + 1, v).ok()?;
+        }
+        let out = stmt.expanded_sql();
+        stmt.clear_bindings();
+        out
+    }
+
     /// Whether no transaction is open (`sqlite3_get_autocommit`).
     pub fn is_autocommit(&self) -> bool {
         self.db.is_autocommit()
