@@ -406,10 +406,11 @@ class Connection:
             return
         if not isinstance(value, str):
             raise TypeError("isolation_level must be str or None")
-        if value.upper() not in _LEVELS:
+        level = str.upper(value)  # never a subclass's own upper()
+        if level not in _LEVELS:
             raise ValueError(
                 "isolation_level string must be '', 'DEFERRED', 'IMMEDIATE', or 'EXCLUSIVE'")
-        self._isolation_level = value.upper()
+        self._isolation_level = level
 
     @property
     def autocommit(self):
