@@ -71,6 +71,7 @@ _NOT_SUPPORTED = frozenset((
     "getconfig", "setconfig",
 ))
 _INFO_CAPACITY = 1024
+_ROWS_CAPACITY = 64
 
 
 class PrepareProtocol:
@@ -369,6 +370,9 @@ class Connection:
         self.text_factory = str
         self._trace = None
         self._info = {}
+        # Python rows of answers the memo hands out again (the same rows,
+        # by identity): key -> (the result holding them alive, the rows).
+        self._rows = {}
         self.isolation_level = isolation_level
         self._autocommit = autocommit
         if autocommit is False:
@@ -861,12 +865,27 @@ class Cursor:
         return self._finish(rows)
 
     def fetchall(self):
-        if self._closed or self.connection._closed:
+        con = self.connection
+        if self._closed or con._closed:
             self._check()
-        if self._result is None:
+        result = self._result
+        if result is None:
             return []
-        tf = self.connection.text_factory
-        rows = self._result.fetch(None, None if tf is str else tf)
+        tf = con.text_factory
+        if tf is str and result.untouched():
+            # A memo answer comes back as the same rows: convert them once.
+            key = result.key()
+            held = con._rows.get(key)
+            if held is not None:
+                result.skip_all()
+                rows = list(held[1])
+            else:
+                rows = result.fetch(None, None)
+                if len(con._rows) >= _ROWS_CAPACITY:
+                    con._rows.clear()
+                con._rows[key] = (result, tuple(rows))
+        else:
+            rows = result.fetch(None, None if tf is str else tf)
         if self._converters is None and self.row_factory is None:
             return rows
         return self._finish(rows)

@@ -835,6 +835,23 @@ impl NativeResult {
         Ok((schema, array))
     }
 
+    /// The identity of the rows: the memo hands out the same rows again
+    /// for the same answer (never a copy), so a driver may keep their
+    /// Python form under this key while it holds this result.
+    fn key(&self) -> usize {
+        &*self.rows.rows as *const Vec<Vec<Value>> as usize
+    }
+
+    /// Whether no row was fetched yet.
+    fn untouched(&self) -> bool {
+        *self.next.lock().unwrap_or_else(|e| e.into_inner()) == 0
+    }
+
+    /// Mark every row fetched (the driver had their Python form already).
+    fn skip_all(&self) {
+        *self.next.lock().unwrap_or_else(|e| e.into_inner()) = self.rows.rows.len();
+    }
+
     /// How many rows are left to fetch.
     fn remaining(&self) -> usize {
         let next = self.next.lock().unwrap_or_else(|e| e.into_inner());

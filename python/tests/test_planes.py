@@ -277,3 +277,28 @@ def test_two_connections_and_locks(tmp_path):
         b.close()
         seen[m.__name__] = out
     assert seen["sqlite3"] == seen["pleroma"]
+
+
+def test_memo_answers_repeat_exactly_and_follow_writes(tmp_path):
+    con = pleroma.connect(str(tmp_path / "m.db"))
+    con.execute("CREATE TABLE ev(country TEXT, cents INTEGER)")
+    con.executemany("INSERT INTO ev VALUES (?, ?)", [("DE", 1), ("FR", 2)])
+    con.commit()
+    con.execute("PRAGMA pleroma_attach('ev', 'country', 'cents')")
+    q = "SELECT country, SUM(cents) FROM ev GROUP BY country ORDER BY country"
+    first = con.execute(q).fetchall()
+    routes = []
+    for _ in range(3):
+        got = con.execute(q).fetchall()
+        routes.append(con.last_route)
+        assert got == first == [("DE", 1), ("FR", 2)]
+        got.append("mine")  # the caller's own list
+    assert routes == ["memo"] * 3
+    con.execute("INSERT INTO ev VALUES ('DE', 10)")
+    assert con.execute(q).fetchall() == [("DE", 11), ("FR", 2)]
+    con.rollback()
+    assert con.execute(q).fetchall() == [("DE", 1), ("FR", 2)]
+    cur = con.execute(q)
+    assert cur.fetchone() == ("DE", 1)
+    assert cur.fetchall() == [("FR", 2)]
+    con.close()
