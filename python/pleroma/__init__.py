@@ -66,7 +66,7 @@ _LEVELS = ("", "DEFERRED", "IMMEDIATE", "EXCLUSIVE")
 _NOT_SUPPORTED = frozenset((
     "create_window_function",
     "set_authorizer", "set_progress_handler",
-    "enable_load_extension", "load_extension", "backup", "iterdump",
+    "enable_load_extension", "load_extension", "backup",
     "blobopen", "serialize", "deserialize", "getlimit", "setlimit",
     "getconfig", "setconfig",
 ))
@@ -561,6 +561,15 @@ class Connection:
         if self._native.end(verb) and self._trace is not None:
             _call_trace(self._trace, verb)
 
+    def iterdump(self):
+        """The database as SQL text, statement by statement, in the order
+        and form of ``sqlite3``'s ``iterdump``. Pleroma's persisted state
+        (``pleroma_state``) and its guard indexes are left out; its catalog
+        stays, so a Pleroma connection opening the copy brings the planes
+        back (plain ``sqlite3`` replays it too)."""
+        self._check()
+        return _dump(self)
+
     def interrupt(self):
         """Make the statement running on this connection in another thread
         fail with ``OperationalError('interrupted')``."""
@@ -913,6 +922,67 @@ class Cursor:
         """The rows not fetched yet, as a pandas ``DataFrame`` (through Arrow)."""
         _require("pandas", "df()")
         return self.fetch_arrow_table().to_pandas()
+
+
+def _quoted(name):
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _rows_of(con, sql, params=()):
+    cur = Cursor(con)  # no row factory: the dump reads tuples
+    return cur.execute(sql, params).fetchall()
+
+
+def _dump(con):
+    yield "BEGIN TRANSACTION;"
+    writable_schema = False
+    sequence = False
+    tables = _rows_of(
+        con,
+        "SELECT name, type, sql FROM sqlite_master WHERE sql NOT NULL AND type = 'table' "
+        "AND name <> 'pleroma_state' ORDER BY name")
+    for name, _, sql in tables:
+        if name == "sqlite_sequence":
+            sequence = True
+            continue
+        if name == "sqlite_stat1":
+            yield 'ANALYZE "sqlite_master";'
+            continue
+        if name.startswith("sqlite_"):
+            continue
+        if sql.startswith("CREATE VIRTUAL TABLE"):
+            if not writable_schema:
+                writable_schema = True
+                yield "PRAGMA writable_schema=ON;"
+            q = lambda t: t.replace("'", "''")  # noqa: E731
+            yield ("INSERT INTO sqlite_master(type,name,tbl_name,rootpage,sql)"
+                   f"VALUES('table','{q(name)}','{q(name)}',0,'{q(sql)}');")
+            continue
+        yield f"{sql};"
+        yield from _dump_rows(con, name)
+    others = _rows_of(
+        con,
+        "SELECT name, type, sql FROM sqlite_master WHERE sql NOT NULL "
+        "AND type IN ('index', 'trigger', 'view') "
+        "AND NOT (type = 'index' AND name LIKE 'pleroma\\_guard\\_%' ESCAPE '\\')")
+    for _, _, sql in others:
+        yield f"{sql};"
+    if sequence:
+        yield 'DELETE FROM "sqlite_sequence";'
+        yield from _dump_rows(con, "sqlite_sequence")
+    if writable_schema:
+        yield "PRAGMA writable_schema=OFF;"
+    yield "COMMIT;"
+
+
+def _dump_rows(con, table):
+    columns = [r[1] for r in _rows_of(con, f"PRAGMA table_info({_quoted(table)})")]
+    if not columns:
+        return
+    values = "||','||".join(f"quote({_quoted(c)})" for c in columns)
+    head = f"INSERT INTO {_quoted(table)} VALUES("
+    for (line,) in _rows_of(con, f"SELECT ?||{values}||');' FROM {_quoted(table)}", (head,)):
+        yield line
 
 
 def _call_trace(trace, sql):

@@ -362,3 +362,36 @@ def test_aggregates_and_collations(both):
         rec("removed", lambda: con.execute("SELECT g FROM t ORDER BY g COLLATE rev"))
         rec("not callable", lambda: con.create_collation("x", 5))
     both(script)
+
+
+def test_iterdump(both, tmp_path):
+    def script(m, con, rec):
+        con.executescript(
+            "CREATE TABLE t(id INTEGER PRIMARY KEY AUTOINCREMENT, s TEXT, b BLOB, r REAL);"
+            "INSERT INTO t(s, b, r) VALUES ('it''s', x'00ff', 1.5), (NULL, NULL, -2.0);"
+            'CREATE TABLE "odd ""name"""(x);'
+            "CREATE INDEX ts ON t(s);"
+            "CREATE VIEW v AS SELECT s FROM t;"
+            "CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END;")
+        con.row_factory = lambda cur, row: list(row)
+        rec("dump", lambda: list(con.iterdump()))
+    both(script)
+
+    # A file with a persisted plane: the copy replays in plain sqlite3, and
+    # a Pleroma connection on the copy has the plane back.
+    src = pleroma.connect(str(tmp_path / "planed.db"))
+    src.execute("CREATE TABLE ev(country TEXT, cents INTEGER)")
+    src.executemany("INSERT INTO ev VALUES (?, ?)", [("DE", 5), ("FR", 7), ("DE", 1)])
+    src.commit()
+    src.execute("PRAGMA pleroma_attach('ev', 'country', 'cents')")
+    script_text = "\n".join(src.iterdump())
+    assert "pleroma_state" not in script_text and "pleroma_guard(" not in script_text
+    plain = sqlite3.connect(str(tmp_path / "plain-copy.db"))
+    plain.executescript(script_text)
+    plain.close()
+    copy = pleroma.connect(str(tmp_path / "plain-copy.db"))
+    q = "SELECT country, SUM(cents) FROM ev GROUP BY country ORDER BY country"
+    assert copy.execute(q).fetchall() == src.execute(q).fetchall() == [("DE", 6), ("FR", 7)]
+    assert copy.last_route == "plane"
+    copy.close()
+    src.close()
