@@ -64,7 +64,6 @@ _LEVELS = ("", "DEFERRED", "IMMEDIATE", "EXCLUSIVE")
 # (docs/python.md): asking for one raises NotSupportedError, not a
 # bare AttributeError.
 _NOT_SUPPORTED = frozenset((
-    "create_window_function",
     "set_authorizer", "set_progress_handler",
     "enable_load_extension", "load_extension", "backup",
     "blobopen", "serialize", "deserialize", "getlimit", "setlimit",
@@ -539,6 +538,12 @@ class Connection:
         ``aggregate_class``, ``step(*args)`` per row, ``finalize()``."""
         self._check()
         self._native.create_aggregate(name, n_arg, aggregate_class)
+
+    def create_window_function(self, name, num_params, aggregate_class, /):
+        """An aggregate window function: ``aggregate_class`` has ``step``,
+        ``value``, ``inverse`` and ``finalize``; ``None`` removes it."""
+        self._check()
+        self._native.create_window_function(name, num_params, aggregate_class)
 
     def create_collation(self, name, callable):  # noqa: A002 (sqlite3's name)
         """A collation comparing two strings with ``callable(a, b)``;

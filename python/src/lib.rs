@@ -544,6 +544,36 @@ impl Native {
         })
     }
 
+    /// Register (or, with `None`, remove) a window function backed by a
+    /// Python class.
+    fn create_window_function(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        narg: i32,
+        class: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        if !(-1..=127).contains(&narg) {
+            return Err(ProgrammingError::new_err(
+                "bad parameter or other API misuse",
+            ));
+        }
+        let name = name.to_owned();
+        self.with(py, move |c| {
+            let db = c.sqlite();
+            match class {
+                None => db.remove_function(name.as_str(), narg),
+                Some(class) => db.create_window_function(
+                    name.as_str(),
+                    narg,
+                    rusqlite::functions::FunctionFlags::SQLITE_UTF8,
+                    PyAggregate { class },
+                ),
+            }
+            .map_err(pleroma::Error::from)
+        })
+    }
+
     /// Register (or, with `None`, remove) a collation backed by a Python
     /// callable that compares two strings as a negative, zero or positive
     /// number.
@@ -699,6 +729,45 @@ impl rusqlite::functions::Aggregate<std::panic::AssertUnwindSafe<Py<PyAny>>, Val
                 .map_err(agg_fail("finalize not defined"))?;
             let out = finalize.call0().map_err(agg_fail("finalize"))?;
             to_value(&out, 0, None).map_err(agg_fail("finalize"))
+        })
+    }
+}
+
+/// A Python window function class (`create_window_function`): an
+/// aggregate with `value()` and `inverse(*args)`.
+impl rusqlite::functions::WindowAggregate<std::panic::AssertUnwindSafe<Py<PyAny>>, Value>
+    for PyAggregate
+{
+    fn value(
+        &self,
+        acc: Option<&mut std::panic::AssertUnwindSafe<Py<PyAny>>>,
+    ) -> rusqlite::Result<Value> {
+        let Some(acc) = acc else {
+            return Ok(Value::Null);
+        };
+        Python::attach(|py| {
+            let value = acc
+                .bind(py)
+                .getattr("value")
+                .map_err(agg_fail("value not defined"))?;
+            let out = value.call0().map_err(agg_fail("value"))?;
+            to_value(&out, 0, None).map_err(agg_fail("value"))
+        })
+    }
+
+    fn inverse(
+        &self,
+        ctx: &mut rusqlite::functions::Context<'_>,
+        acc: &mut std::panic::AssertUnwindSafe<Py<PyAny>>,
+    ) -> rusqlite::Result<()> {
+        Python::attach(|py| {
+            let args = call_args(py, ctx).map_err(agg_fail("inverse"))?;
+            let inverse = acc
+                .bind(py)
+                .getattr("inverse")
+                .map_err(agg_fail("inverse not defined"))?;
+            inverse.call1(args).map_err(agg_fail("inverse"))?;
+            Ok(())
         })
     }
 }

@@ -240,8 +240,8 @@ def test_interrupt_and_unsupported():
         t.join(0.01)
     assert seen == ["interrupted"]
     assert con.execute("SELECT 1").fetchall() == [(1,)]
-    with pytest.raises(pleroma.NotSupportedError, match="create_window_function"):
-        con.create_window_function("agg", 1, object)
+    with pytest.raises(pleroma.NotSupportedError, match="set_authorizer"):
+        con.set_authorizer(None)
     with pytest.raises(AttributeError):
         con.no_such_method
     con.close()
@@ -395,3 +395,34 @@ def test_iterdump(both, tmp_path):
     assert copy.last_route == "plane"
     copy.close()
     src.close()
+
+
+def test_window_functions(both):
+    class SumInt:
+        def __init__(self):
+            self.count = 0
+
+        def step(self, value):
+            self.count += value
+
+        def value(self):
+            return self.count
+
+        def inverse(self, value):
+            self.count -= value
+
+        def finalize(self):
+            return self.count
+
+    def script(m, con, rec):
+        con.execute("CREATE TABLE t(x, y)")
+        con.executemany("INSERT INTO t VALUES (?, ?)", [("a", 4), ("b", 5), ("c", 3), ("d", 8)])
+        con.create_window_function("sumint", 1, SumInt)
+        q = ("SELECT x, sumint(y) OVER (ORDER BY x ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) "
+             "FROM t ORDER BY x")
+        rec("window", lambda: con.execute(q).fetchall())
+        rec("as aggregate", lambda: con.execute("SELECT sumint(y) FROM t").fetchall())
+        rec("bad count", lambda: con.create_window_function("w", -100, SumInt))
+        con.create_window_function("sumint", 1, None)
+        rec("removed", lambda: con.execute(q))
+    both(script)
