@@ -65,7 +65,7 @@ _LEVELS = ("", "DEFERRED", "IMMEDIATE", "EXCLUSIVE")
 # bare AttributeError.
 _NOT_SUPPORTED = frozenset((
     "set_authorizer", "set_progress_handler",
-    "enable_load_extension", "load_extension", "backup",
+    "enable_load_extension", "load_extension",
     "blobopen", "serialize", "deserialize", "getlimit", "setlimit",
     "getconfig", "setconfig",
 ))
@@ -565,6 +565,24 @@ class Connection:
     def _end(self, verb):
         if self._native.end(verb) and self._trace is not None:
             _call_trace(self._trace, verb)
+
+    def backup(self, target, *, pages=-1, progress=None, name="main", sleep=0.250):
+        """Copy database ``name`` into ``target`` (another
+        :class:`Connection`), as ``sqlite3``'s ``backup``; ``target`` then
+        opens its planes again from what it holds."""
+        self._check()
+        if not isinstance(target, Connection):
+            raise TypeError(
+                f"backup() argument 1 must be pleroma.Connection, not {type(target).__name__}")
+        if target is self:
+            raise ValueError("target cannot be the same connection instance")
+        target._check()
+        if progress is not None and not builtins_callable(progress):
+            raise TypeError("progress argument must be a callable")
+        if not isinstance(name, str):
+            raise TypeError(f"backup() argument 'name' must be str, not {type(name).__name__}")
+        self._native.backup(target._native, pages if pages != 0 else -1, name, progress,
+                            float(sleep))
 
     def iterdump(self):
         """The database as SQL text, statement by statement, in the order

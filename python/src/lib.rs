@@ -262,6 +262,36 @@ struct Native {
     holder: std::sync::atomic::AtomicU64,
 }
 
+/// Both connections' locks, taken in one order (by address) so that two
+/// backups in opposite directions cannot wait for each other.
+fn lock_pair<'a>(
+    a: &'a Native,
+    b: &'a Native,
+) -> (
+    MutexGuard<'a, Option<pleroma::Connection>>,
+    MutexGuard<'a, Option<pleroma::Connection>>,
+) {
+    if (a as *const Native) < (b as *const Native) {
+        let ga = a.lock();
+        (ga, b.lock())
+    } else {
+        let gb = b.lock();
+        (a.lock(), gb)
+    }
+}
+
+/// SQLite's message for the last error on `db`.
+///
+/// # Safety
+/// `db` is an open connection handle.
+unsafe fn errmsg(db: *mut ffi::sqlite3) -> String {
+    // SAFETY: the caller's; sqlite3_errmsg never returns NULL for an open
+    // handle.
+    unsafe { std::ffi::CStr::from_ptr(ffi::sqlite3_errmsg(db)) }
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// This thread's number for `Native::holder` (never 0).
 fn thread_number() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -518,6 +548,113 @@ impl Native {
         let c = py.detach(|| self.lock().take());
         py.detach(move || drop(c));
         Ok(())
+    }
+
+    /// Copy database `name` of this connection into `target`'s main
+    /// database, `pages` at a time (all when negative), calling
+    /// `progress(status, remaining, total)` after each step and sleeping
+    /// `sleep` seconds when a step meets a lock; then `target` opens its
+    /// planes again from what it now holds.
+    #[pyo3(signature = (target, pages, name, progress, sleep))]
+    fn backup(
+        &self,
+        py: Python<'_>,
+        target: &Bound<'_, Native>,
+        pages: i32,
+        name: &str,
+        progress: Option<Bound<'_, PyAny>>,
+        sleep: f64,
+    ) -> PyResult<()> {
+        let target = target.get();
+        if std::ptr::eq(self, target) {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "target cannot be the same connection instance",
+            ));
+        }
+        if self.is_closed() || target.is_closed() {
+            return Err(closed());
+        }
+        let name = std::ffi::CString::new(name)
+            .map_err(|_| pyo3::exceptions::PyValueError::new_err("embedded null character"))?;
+        // (backup handle, or the target's error code and message)
+        let init = py.detach(|| {
+            let (s, t) = lock_pair(self, target);
+            let (Some(s), Some(t)) = (s.as_ref(), t.as_ref()) else {
+                return Err((
+                    ffi::SQLITE_MISUSE,
+                    "Cannot operate on a closed database.".to_owned(),
+                ));
+            };
+            // SAFETY: both handles are open while their locks are held; the
+            // backup handle is finished below before either lock is dropped
+            // for good (`finish`).
+            unsafe {
+                let th = t.sqlite().handle();
+                let b = ffi::sqlite3_backup_init(
+                    th,
+                    c"main".as_ptr(),
+                    s.sqlite().handle(),
+                    name.as_ptr(),
+                );
+                if b.is_null() {
+                    Err((ffi::sqlite3_extended_errcode(th), errmsg(th)))
+                } else {
+                    Ok(b as usize)
+                }
+            }
+        });
+        let b = init.map_err(|(code, msg)| sqlite_error(py, code, msg))?;
+        let finish = |py: Python<'_>| -> Option<(i32, String)> {
+            py.detach(|| {
+                let (_s, t) = lock_pair(self, target);
+                // SAFETY: `b` came from sqlite3_backup_init and is finished once.
+                unsafe {
+                    let rc = ffi::sqlite3_backup_finish(b as *mut ffi::sqlite3_backup);
+                    match (rc, t.as_ref()) {
+                        (ffi::SQLITE_OK, _) => None,
+                        (_, Some(t)) => {
+                            let th = t.sqlite().handle();
+                            Some((ffi::sqlite3_extended_errcode(th), errmsg(th)))
+                        }
+                        (rc, None) => Some((rc, "backup failed".to_owned())),
+                    }
+                }
+            })
+        };
+        loop {
+            let (rc, remaining, total) = py.detach(|| {
+                let (_s, _t) = lock_pair(self, target);
+                // SAFETY: as above; both connections are locked.
+                unsafe {
+                    let bp = b as *mut ffi::sqlite3_backup;
+                    let rc = ffi::sqlite3_backup_step(bp, pages);
+                    (
+                        rc,
+                        ffi::sqlite3_backup_remaining(bp),
+                        ffi::sqlite3_backup_pagecount(bp),
+                    )
+                }
+            });
+            if let Some(p) = &progress {
+                if let Err(e) = p.call1((rc, remaining, total)) {
+                    let _ = finish(py);
+                    return Err(e);
+                }
+            }
+            match rc {
+                ffi::SQLITE_DONE => break,
+                ffi::SQLITE_OK => {}
+                ffi::SQLITE_BUSY | ffi::SQLITE_LOCKED => {
+                    let d = std::time::Duration::from_secs_f64(sleep.max(0.0));
+                    py.detach(|| std::thread::sleep(d));
+                }
+                _ => break,
+            }
+        }
+        if let Some((code, msg)) = finish(py) {
+            return Err(sqlite_error(py, code, msg));
+        }
+        target.with(py, |c| c.reload_planes())
     }
 
     /// Register an aggregate SQL function backed by a Python class.

@@ -302,3 +302,40 @@ def test_memo_answers_repeat_exactly_and_follow_writes(tmp_path):
     assert cur.fetchone() == ("DE", 1)
     assert cur.fetchall() == [("FR", 2)]
     con.close()
+
+
+def test_backup_into_a_planed_connection_reopens_its_planes(tmp_path):
+    """The destination of a backup holds another file now: its planes are
+    opened again from what it holds, never answered from before."""
+    src = pleroma.connect(str(tmp_path / "src.db"))
+    src.execute("CREATE TABLE ev(country TEXT, cents INTEGER)")
+    src.executemany("INSERT INTO ev VALUES (?, ?)", [("DE", 5), ("FR", 7), ("DE", 1)])
+    src.commit()
+    src.execute("PRAGMA pleroma_attach('ev', 'country', 'cents')")
+    dst = pleroma.connect(str(tmp_path / "dst.db"))
+    dst.execute("CREATE TABLE ev(country TEXT, cents INTEGER)")
+    dst.execute("INSERT INTO ev VALUES ('IT', 100)")
+    dst.commit()
+    dst.execute("PRAGMA pleroma_attach('ev', 'country', 'cents')")
+    other = pleroma.connect(str(tmp_path / "dst.db"))  # shares dst's planes
+    q = "SELECT country, SUM(cents) FROM ev GROUP BY country ORDER BY country"
+    assert dst.execute(q).fetchall() == [("IT", 100)]
+    assert other.execute(q).fetchall() == [("IT", 100)]
+    steps = []
+    src.backup(dst, pages=1, progress=lambda status, remaining, total: steps.append(status))
+    assert steps[-1] == pleroma.SQLITE_DONE
+    for con in (dst, other):
+        assert con.execute(q).fetchall() == [("DE", 6), ("FR", 7)]
+        assert con.last_route in ("plane", "memo")
+    dst.execute("INSERT INTO ev VALUES ('FR', 1)")
+    dst.commit()
+    assert other.execute(q).fetchall() == [("DE", 6), ("FR", 8)]
+    check = sqlite3.connect(str(tmp_path / "dst.db"))
+    assert check.execute(q).fetchall() == [("DE", 6), ("FR", 8)]
+    check.close()
+    with pytest.raises(ValueError):
+        src.backup(src)
+    with pytest.raises(TypeError):
+        src.backup(check)
+    for con in (src, dst, other):
+        con.close()

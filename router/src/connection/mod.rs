@@ -269,6 +269,15 @@ impl Connection {
         out
     }
 
+    /// Open the planes again from the file as it is now: for a file whose
+    /// content was replaced through the raw handle behind Pleroma's back,
+    /// such as the destination of a backup (`sqlite3_backup_*`), which
+    /// changes no `data_version` this connection could see.
+    pub fn reload_planes(&mut self) -> Result<()> {
+        let _allow = self.allow_guard();
+        self.reopen_planes()
+    }
+
     /// Whether no transaction is open (`sqlite3_get_autocommit`).
     pub fn is_autocommit(&self) -> bool {
         self.db.is_autocommit()
