@@ -342,7 +342,7 @@ impl Connection {
     /// classes becomes Utf8 of SQLite's text rendering).
     pub fn query_arrow(&mut self, sql: &str, params: &[Value]) -> Result<arrow_array::RecordBatch> {
         let rows = self.query(sql, params)?;
-        Ok(crate::rules::to_arrow(&rows))
+        Ok(rows.to_arrow())
     }
 
     pub fn begin(&mut self) -> Result<()> {
