@@ -180,3 +180,29 @@ fn a_failing_autocommit_statement_longer_than_the_undo_log_is_undone_by_a_rebuil
     assert!(!p.exec("INSERT INTO t(k, g, m) SELECT k, g, m FROM src WHERE k < 200 OR k = 1"));
     verify(&mut p);
 }
+
+/// Found from outside: a Pleroma PRAGMA that writes the catalog, refused
+/// inside a transaction, reads nothing first, so the transaction's
+/// snapshot still starts at its first read (WAL).
+#[test]
+fn a_refused_attach_in_a_transaction_starts_no_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.db");
+    let mut a = pleroma::Connection::open(&path).unwrap();
+    a.execute_batch("PRAGMA journal_mode = wal; CREATE TABLE t(g TEXT, m INTEGER)")
+        .unwrap();
+    let mut b = pleroma::Connection::open(&path).unwrap();
+    b.execute_batch("PRAGMA pleroma_attach('t', 'g', 'm')").unwrap();
+    a.execute_batch("BEGIN").unwrap();
+    let err = a
+        .execute_batch("PRAGMA pleroma_attach('t', 'g', 'm', 'second')")
+        .unwrap_err();
+    assert!(err.to_string().contains("cannot run inside a transaction"), "{err}");
+    b.execute_batch("INSERT INTO t VALUES ('x', 5)").unwrap();
+    let rows = a.query("SELECT count(*), SUM(m) FROM t", &[]).unwrap();
+    assert_eq!(
+        rows.rows,
+        vec![vec![pleroma::Value::Integer(1), pleroma::Value::Integer(5)]]
+    );
+    a.execute_batch("COMMIT").unwrap();
+}

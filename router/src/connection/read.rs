@@ -31,7 +31,12 @@ impl Connection {
         if let Some(p) = facts.pleroma_pragma.then(|| pragma::parse(sql)).flatten() {
             let p = p.map_err(Error::Pragma)?;
             self.last_route = Route::engine("pleroma pragma");
-            if !p.writes_catalog() {
+            // One that writes the catalog is refused inside a transaction
+            // before anything is read: a sync's read would start the
+            // transaction's snapshot (found from outside: a refused attach
+            // left a transaction reading a stale snapshot in WAL, and
+            // holding a shared lock in rollback-journal mode).
+            if !p.writes_catalog() || !self.db.is_autocommit() {
                 return self.pragma(p).map(|rows| (rows, 0));
             }
             let _commit = self.database.commit_in_flight();
