@@ -627,9 +627,12 @@ class Connection:
                 names, decltypes, readonly = self._native.parameters(parts[0])
             except OperationalError:
                 # It does not prepare on SQLite alone: one of Pleroma's
-                # PRAGMAs (which take several arguments), or an error that
-                # running it raises in its place. Nothing is cached.
-                if len(parts) > 1 and not parts[0].lstrip().upper().startswith("PRAGMA"):
+                # PRAGMAs (which take several arguments) runs anyway, and
+                # the router says what is wrong with it. Anything else
+                # raises here, before an implicit BEGIN, as in sqlite3
+                # (found from outside: a prepare that met a lock left a
+                # transaction open). Nothing is cached.
+                if not parts[0].lstrip().upper().startswith("PRAGMA"):
                     raise
                 if len(parts) > 1:
                     raise ProgrammingError("You can only execute one statement at a time.")
@@ -744,7 +747,8 @@ class Cursor:
         begin = con._begin() if info.is_dml else None
         try:
             columns, result, changes, rowid = con._native.run(
-                info.text or sql, values, begin, _adapt, con._trace)
+                info.text or sql, values, begin, _adapt, con._trace,
+                sql if con._trace is not None else None)
         except BaseException:
             self.rowcount = -1
             raise
@@ -813,26 +817,34 @@ class Cursor:
         # before the call (docs/python.md).
         params = iter(seq_of_parameters)
         first = True
+        opened = False  # the savepoint began the transaction
         total = 0
         try:
             for p in params:
                 values = _bind(info, p)
                 if first:
+                    opened = not native.in_transaction()
                     native.run("SAVEPOINT pleroma_executemany", ())
                     first = False
                 _, _, changes, _ = native.run(info.text or sql, values, None, _adapt, con._trace)
                 total += changes
+            if not first:
+                native.run("RELEASE pleroma_executemany", ())
         except BaseException:
             self.rowcount = -1
             if not first:
+                # Nothing of the call stays, and a transaction the savepoint
+                # began ends with it (found from outside: a RELEASE that met
+                # a lock left it open, and later writes were lost with it).
                 try:
-                    native.run("ROLLBACK TO pleroma_executemany", ())
-                    native.run("RELEASE pleroma_executemany", ())
+                    if opened:
+                        native.end("ROLLBACK")
+                    else:
+                        native.run("ROLLBACK TO pleroma_executemany", ())
+                        native.run("RELEASE pleroma_executemany", ())
                 except Error:
                     pass
             raise
-        if not first:
-            native.run("RELEASE pleroma_executemany", ())
         self.rowcount = total if info.is_dml else -1
         return self
 

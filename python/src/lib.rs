@@ -256,6 +256,9 @@ struct Native {
     closed: std::sync::atomic::AtomicBool,
     /// Ends the running statement from another thread, without the lock.
     interrupt: rusqlite::InterruptHandle,
+    /// The first exception a collation raised during the statement now
+    /// running: raised in the statement's place when it ends.
+    raised: std::sync::Arc<Mutex<Option<PyErr>>>,
     /// The thread holding `conn` (0: none): a Python function that a
     /// statement calls, using the same connection, is refused instead of
     /// waiting for itself.
@@ -359,6 +362,7 @@ impl Native {
         });
         match r {
             Ok(c) => Ok(Native {
+                raised: Default::default(),
                 holder: std::sync::atomic::AtomicU64::new(0),
                 interrupt: c.sqlite().get_interrupt_handle(),
                 conn: Mutex::new(Some(c)),
@@ -383,7 +387,8 @@ impl Native {
     /// With `trace`, it is called with each statement run (the BEGIN, the
     /// statement with its parameters expanded), as `sqlite3`'s trace
     /// callback is, whether it then fails or not.
-    #[pyo3(signature = (sql, params, begin=None, adapt=None, trace=None))]
+    /// `written`: the statement as the program wrote it, for the trace.
+    #[pyo3(signature = (sql, params, begin=None, adapt=None, trace=None, written=None))]
     #[allow(clippy::too_many_arguments)]
     fn run(
         &self,
@@ -393,8 +398,10 @@ impl Native {
         begin: Option<&str>,
         adapt: Option<Bound<'_, PyAny>>,
         trace: Option<Bound<'_, PyAny>>,
+        written: Option<&str>,
     ) -> PyResult<(Option<Py<PyList>>, NativeResult, u64, i64)> {
         let values = to_values(params, adapt.as_ref())?;
+        self.raised.lock().unwrap_or_else(|e| e.into_inner()).take();
         let tracing = trace.is_some();
         let mut traced: Vec<String> = Vec::new();
         let r = self.with(py, |c| {
@@ -407,14 +414,21 @@ impl Native {
                 }
             }
             if tracing {
-                traced.push(
-                    c.expanded_sql(sql, &values)
-                        .unwrap_or_else(|| sql.to_owned()),
-                );
+                // As SQLite traces it: only a statement that prepares, as
+                // written (its `;` too), parameters expanded.
+                if let Some(t) = written
+                    .and_then(|w| c.expanded_sql(w, &values))
+                    .or_else(|| c.expanded_sql(sql, &values))
+                {
+                    traced.push(t);
+                }
             }
             let rows = c.query(sql, &values)?;
             Ok((rows, c.changes(), c.last_insert_rowid()))
         });
+        if let Some(e) = self.raised.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            return Err(e);
+        }
         if let Some(t) = &trace {
             for s in traced {
                 // As sqlite3: an error in the trace callback is not the
@@ -488,8 +502,9 @@ impl Native {
             .into_iter()
             .map(|r| {
                 let mut end = r.end;
-                if sql[end..].starts_with(';') {
-                    end += 1;
+                let blanks = sql[end..].len() - sql[end..].trim_start().len();
+                if sql[end + blanks..].starts_with(';') {
+                    end += blanks + 1;
                 }
                 let raw = sql[from.min(r.start)..end].to_owned();
                 from = end;
@@ -721,6 +736,7 @@ impl Native {
         func: Option<Py<PyAny>>,
     ) -> PyResult<()> {
         let name = name.to_owned();
+        let raised = self.raised.clone();
         self.with(py, move |c| {
             let db = c.sqlite();
             match func {
@@ -730,8 +746,16 @@ impl Native {
                         let r = func.bind(py).call1((a, b)).and_then(|v| v.extract::<i64>());
                         match r {
                             Ok(n) => n.cmp(&0),
-                            // As sqlite3: a failing callable compares equal.
-                            Err(_) => std::cmp::Ordering::Equal,
+                            // SQLite cannot fail a comparison: the first
+                            // exception is raised when the statement ends,
+                            // as sqlite3 raises it.
+                            Err(e) => {
+                                let mut slot = raised.lock().unwrap_or_else(|e| e.into_inner());
+                                if slot.is_none() {
+                                    *slot = Some(e);
+                                }
+                                std::cmp::Ordering::Equal
+                            }
                         }
                     })
                 }),
@@ -865,7 +889,7 @@ impl rusqlite::functions::Aggregate<std::panic::AssertUnwindSafe<Py<PyAny>>, Val
                 .getattr("finalize")
                 .map_err(agg_fail("finalize not defined"))?;
             let out = finalize.call0().map_err(agg_fail("finalize"))?;
-            to_value(&out, 0, None).map_err(agg_fail("finalize"))
+            result_value(py, &out, agg_fail("finalize"))
         })
     }
 }
@@ -888,7 +912,7 @@ impl rusqlite::functions::WindowAggregate<std::panic::AssertUnwindSafe<Py<PyAny>
                 .getattr("value")
                 .map_err(agg_fail("value not defined"))?;
             let out = value.call0().map_err(agg_fail("value"))?;
-            to_value(&out, 0, None).map_err(agg_fail("value"))
+            result_value(py, &out, agg_fail("value"))
         })
     }
 
@@ -907,6 +931,26 @@ impl rusqlite::functions::WindowAggregate<std::panic::AssertUnwindSafe<Py<PyAny>
             Ok(())
         })
     }
+}
+
+/// What a Python function returned, as SQLite's result: an int past 64
+/// bits is SQLite's "string or blob too big" (`SQLITE_TOOBIG`), as in
+/// `sqlite3`; any other error is `fail`'s.
+fn result_value(
+    py: Python<'_>,
+    out: &Bound<'_, PyAny>,
+    fail: impl Fn(PyErr) -> rusqlite::Error,
+) -> rusqlite::Result<Value> {
+    to_value(out, 0, None).map_err(|e| {
+        if e.is_instance_of::<PyOverflowError>(py) {
+            // No message of ours: rusqlite would set it after the code,
+            // which turns the code back into SQLITE_ERROR; SQLite's own
+            // message for the code is the one wanted.
+            rusqlite::Error::SqliteFailure(ffi::Error::new(ffi::SQLITE_TOOBIG), None)
+        } else {
+            fail(e)
+        }
+    })
 }
 
 /// The error a Python function's exception becomes inside SQLite; the
@@ -950,7 +994,7 @@ fn call_function(
         let fail = |_| rusqlite::Error::UserFunctionError(Box::new(RaisedInFunction));
         let args = PyTuple::new(py, args).map_err(fail)?;
         let out = func.bind(py).call1(args).map_err(fail)?;
-        to_value(&out, 0, None).map_err(fail)
+        result_value(py, &out, fail)
     })
 }
 

@@ -173,3 +173,89 @@ def test_trace_callback(both):
         con.execute("SELECT 1")
         rec("traced", lambda: seen)
     both(script)
+
+
+def test_second_outside_round(tmp_path):
+    """What the second outside attack found, each twin against sqlite3
+    (rollback journal, no busy timeout, the lock holder of the same
+    module: two SQLite libraries in one process do not see each other's
+    locks)."""
+    import sqlite3
+
+    seen = {}
+    for m in (sqlite3, pleroma):
+        out = []
+
+        def rec(label, f):
+            try:
+                out.append((label, f()))
+            except Exception as e:  # noqa: BLE001
+                out.append((label, type(e).__name__, str(e)))
+
+        p = str(tmp_path / f"{m.__name__}.db")
+        setup = m.connect(p)
+        setup.execute("CREATE TABLE f(a TEXT, m INTEGER CHECK (m < 1000))")
+        setup.commit()
+        setup.close()
+        reader = m.connect(p, timeout=0)
+        a = m.connect(p, timeout=0, isolation_level=None)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM f").fetchall()
+        # executemany in autocommit whose commit meets the reader's lock
+        rec("many", lambda: a.executemany("INSERT INTO f VALUES (?, ?)", [("x", 1), ("y", 2)]))
+        rec("many in_transaction", lambda: a.in_transaction)
+        reader.rollback()
+        rec("later", lambda: a.execute("INSERT INTO f VALUES ('later', 3)").rowcount)
+        # trace strings as written
+        traced = []
+        a.set_trace_callback(traced.append)
+        a.execute("SELECT 'a';")
+        a.execute("  /* lead */ SELECT 2  ;")
+        rec("no such table", lambda: a.execute("SELECT * FROM nosuch"))
+        a.executescript("SELECT 3; SELECT 4 ;\n  SELECT 5")
+        a.set_trace_callback(None)
+        rec("traced", lambda: traced)
+        # a collation that raises; a function returning an int past 64 bits
+        a.create_collation("bad", lambda x, y: 1 // 0)
+        rec("bad collation", lambda: a.execute(
+            "SELECT a FROM f ORDER BY a COLLATE bad").fetchall())
+        a.create_function("big", 0, lambda: 2**64)
+        rec("big", lambda: a.execute("SELECT big()").fetchall())
+        a.close()
+        b = m.connect(p)
+        rec("rows", lambda: b.execute("SELECT a, m FROM f ORDER BY a").fetchall())
+        b.close()
+        seen[m.__name__] = out
+    assert seen["sqlite3"] == seen["pleroma"]
+
+
+def test_a_prepare_that_meets_a_lock_opens_no_transaction(tmp_path):
+    import sqlite3
+
+    seen = {}
+    for m in (sqlite3, pleroma):
+        p = str(tmp_path / f"p{m.__name__}.db")
+        fresh = m.connect(p, timeout=0)
+        fresh.execute("SELECT 1")
+        holder = m.connect(p, isolation_level=None)
+        # A schema the fresh connection has not read, then a lock.
+        holder.execute("CREATE TABLE f(a)")
+        holder.execute("BEGIN EXCLUSIVE")
+        out = []
+        try:
+            fresh.execute("INSERT INTO f VALUES (1)")
+        except m.OperationalError:
+            # sqlite3 says "no such table: f" (its schema is not read
+            # again), Pleroma "database is locked" (it reads the file's
+            # state first): a message, not a state.
+            out.append("failed")
+        out.append(fresh.in_transaction)
+        holder.execute("ROLLBACK")
+        fresh.execute("BEGIN")
+        fresh.execute("INSERT INTO f VALUES (2)")
+        fresh.commit()
+        out.append(fresh.execute("SELECT a FROM f").fetchall())
+        fresh.close()
+        holder.close()
+        seen[m.__name__] = out
+    assert seen["sqlite3"] == seen["pleroma"]

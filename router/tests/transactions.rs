@@ -192,12 +192,16 @@ fn a_refused_attach_in_a_transaction_starts_no_snapshot() {
     a.execute_batch("PRAGMA journal_mode = wal; CREATE TABLE t(g TEXT, m INTEGER)")
         .unwrap();
     let mut b = pleroma::Connection::open(&path).unwrap();
-    b.execute_batch("PRAGMA pleroma_attach('t', 'g', 'm')").unwrap();
+    b.execute_batch("PRAGMA pleroma_attach('t', 'g', 'm')")
+        .unwrap();
     a.execute_batch("BEGIN").unwrap();
     let err = a
         .execute_batch("PRAGMA pleroma_attach('t', 'g', 'm', 'second')")
         .unwrap_err();
-    assert!(err.to_string().contains("cannot run inside a transaction"), "{err}");
+    assert!(
+        err.to_string().contains("cannot run inside a transaction"),
+        "{err}"
+    );
     b.execute_batch("INSERT INTO t VALUES ('x', 5)").unwrap();
     let rows = a.query("SELECT count(*), SUM(m) FROM t", &[]).unwrap();
     assert_eq!(

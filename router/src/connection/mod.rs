@@ -260,7 +260,8 @@ impl Connection {
     /// for a trace (`sqlite3_expanded_sql`); `None` when it does not
     /// prepare or bind (the statement itself then reports the error).
     pub fn expanded_sql(&self, sql: &str, params: &[Value]) -> Option<String> {
-        let mut stmt = self.db.prepare_cached(sql).ok()?;
+        // Not the statement cache, which trims the text.
+        let mut stmt = self.db.prepare(sql).ok()?;
         for (i, v) in params.iter().enumerate() {
             stmt.raw_bind_parameter(i + 1, v).ok()?;
         }
