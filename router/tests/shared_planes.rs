@@ -386,3 +386,35 @@ fn a_connection_opened_before_the_attach_writes_after_anothers_commit() {
     );
     assert_eq!(rebuilds(&mut c), 0);
 }
+
+/// Found from outside: a connection opened before another attached a
+/// plane opens it from the persisted state at its first read, as a new
+/// connection would: no rebuild, and no state row written by a SELECT.
+#[test]
+fn a_read_after_anothers_attach_opens_the_persisted_state_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    let mut a = open(&path);
+    let mut b = open(&path);
+    a.execute_batch(
+        "CREATE TABLE f(g TEXT, m INTEGER); INSERT INTO f VALUES ('x', 1), ('y', 2);
+         PRAGMA pleroma_attach('f', 'g', 'm')",
+    )
+    .unwrap();
+    let seqs = |c: &mut Connection| {
+        c.query("SELECT max(seq) FROM pleroma_state", &[])
+            .unwrap()
+            .rows
+    };
+    let before = seqs(&mut a);
+    let got = b
+        .query("SELECT g, SUM(m) FROM f GROUP BY g ORDER BY g", &[])
+        .unwrap();
+    assert_eq!(b.last_route().kind, RouteKind::Plane);
+    assert_eq!(
+        got.rows,
+        vec![vec![text("x"), int(1)], vec![text("y"), int(2)]]
+    );
+    assert_eq!(rebuilds(&mut b), 0);
+    assert_eq!(seqs(&mut a), before);
+}

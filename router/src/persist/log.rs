@@ -318,7 +318,12 @@ pub(crate) fn follow(
     p: &mut Persisted,
 ) -> Result<Followed, Untrusted> {
     let Some(seq) = p.seq else {
-        return Err(Rebuild::Unpersisted.into());
+        // Nothing followed yet (planes attached since this connection
+        // opened, or never persisted here): open them from the persisted
+        // state as a new connection would, instead of building them from
+        // the tables and writing a checkpoint from a read (found from
+        // outside: a SELECT wrote a state row).
+        return Ok(Followed::Reload);
     };
     let defs = catalog::load_defs(db)?;
     if defs.len() != planes.entries.len()
