@@ -113,7 +113,8 @@ def find_pleroma(given):
     """The `pleroma` CLI: --pleroma, else on PATH, else the workspace's
     target/release/pleroma."""
     if given:
-        return given
+        # Absolute: the Rust arm runs in a directory of its own.
+        return str(Path(given).resolve()) if os.sep in given else (shutil.which(given) or given)
     on_path = shutil.which("pleroma")
     if on_path:
         return on_path
