@@ -9,6 +9,7 @@ import threading
 import pytest
 
 import pleroma
+from conftest import Recorder
 
 COUNTRIES = ["DE", "FR", "IT", "ES", None]
 
@@ -240,13 +241,7 @@ def test_two_connections_and_locks(tmp_path):
     journal, no timeout) errors are SQLite's. Twin against sqlite3."""
     seen = {}
     for m in (sqlite3, pleroma):
-        out = []
-
-        def rec(label, f):
-            try:
-                out.append((label, f()))
-            except Exception as e:  # noqa: BLE001
-                out.append((label, type(e).__name__, str(e)))
+        rec = Recorder()
 
         p = str(tmp_path / f"{m.__name__}.db")
         a = m.connect(p, timeout=0)
@@ -275,7 +270,7 @@ def test_two_connections_and_locks(tmp_path):
         rec("final", lambda: b.execute("SELECT a, SUM(m) FROM f GROUP BY a ORDER BY a").fetchall())
         a.close()
         b.close()
-        seen[m.__name__] = out
+        seen[m.__name__] = rec.seen
     assert seen["sqlite3"] == seen["pleroma"]
 
 

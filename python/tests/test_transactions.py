@@ -5,6 +5,7 @@ import sys
 import pytest
 
 import pleroma
+from conftest import Recorder
 
 
 def _state(m, con, rec, label):
@@ -184,13 +185,7 @@ def test_second_outside_round(tmp_path):
 
     seen = {}
     for m in (sqlite3, pleroma):
-        out = []
-
-        def rec(label, f):
-            try:
-                out.append((label, f()))
-            except Exception as e:  # noqa: BLE001
-                out.append((label, type(e).__name__, str(e)))
+        rec = Recorder()
 
         p = str(tmp_path / f"{m.__name__}.db")
         setup = m.connect(p)
@@ -225,7 +220,7 @@ def test_second_outside_round(tmp_path):
         b = m.connect(p)
         rec("rows", lambda: b.execute("SELECT a, m FROM f ORDER BY a").fetchall())
         b.close()
-        seen[m.__name__] = out
+        seen[m.__name__] = rec.seen
     assert seen["sqlite3"] == seen["pleroma"]
 
 
