@@ -74,7 +74,6 @@ fn code_name(code: i32) -> String {
         773 => "SQLITE_BUSY_TIMEOUT",
         262 => "SQLITE_LOCKED_SHAREDCACHE",
         1032 => "SQLITE_READONLY_DBMOVED",
-        8 | 264 | 520 | 776 | 1288 | 1544 | 1800 => "",
         _ => "",
     };
     if extended.is_empty() {
