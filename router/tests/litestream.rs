@@ -371,6 +371,15 @@ fn restored_copies_open_with_their_planes_while_writes_go_on() {
     // base of rows before Litestream starts.
     let mut c = Connection::open(&path).unwrap();
     c.execute_batch(SETUP).unwrap();
+    // What Litestream asks of the application (its checkpoints take the
+    // write lock for a moment): a busy timeout, rusqlite's 5 s default,
+    // which `Connection::open` keeps; SQLite's autocheckpoint stays on.
+    let pragma = |c: &mut Connection, p: &str| c.query(p, &[]).unwrap().rows.into_inner();
+    assert_eq!(pragma(&mut c, "PRAGMA busy_timeout"), vec![vec![int(5000)]]);
+    assert_eq!(
+        pragma(&mut c, "PRAGMA wal_autocheckpoint"),
+        vec![vec![int(1000)]]
+    );
     let mut w = Writer {
         rng: Rng(0x5eed_0024),
         next_id: 0,
