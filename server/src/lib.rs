@@ -26,6 +26,7 @@ mod pg_catalog;
 mod session;
 mod settings;
 mod sqlstate;
+mod translate;
 mod users;
 mod wire;
 mod writers;

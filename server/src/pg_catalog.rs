@@ -15,9 +15,21 @@ use crate::sqlstate::{error, from_router};
 
 const OID_BASE: i64 = 16384;
 
-/// Whether a statement reads PostgreSQL's catalog (which SQLite lacks).
+/// The functions of `pg_catalog` that each session's connection has
+/// (`translate::register`), which `translate` calls without the schema.
+pub(crate) const FUNCTIONS: [&str; 3] = ["version", "current_schema", "current_database"];
+
+/// Whether a statement reads PostgreSQL's catalog (which SQLite lacks):
+/// `pg_catalog.` other than before one of [`FUNCTIONS`], or
+/// `information_schema.`.
 pub(crate) fn is_catalog_query(sql: &str) -> bool {
-    let l = sql.to_ascii_lowercase();
+    let mut l = sql.to_ascii_lowercase();
+    if !l.contains("pg_catalog.") && !l.contains("information_schema.") {
+        return false;
+    }
+    for f in FUNCTIONS {
+        l = l.replace(&format!("pg_catalog.{f}("), "");
+    }
     l.contains("pg_catalog.") || l.contains("information_schema.")
 }
 
@@ -33,6 +45,14 @@ pub(crate) fn answer(
     let l = collapse(&sql.to_ascii_lowercase());
     let r = if l.contains("from pg_catalog.pg_class c") && l.contains("c.relkind in (") {
         list_relations(db, &l)
+    } else if l.contains("from pg_catalog.pg_database d") {
+        by_alias(&l, |a| database_column(db, a))
+    } else if l.contains("from pg_catalog.pg_namespace n") && !l.contains("pg_class") {
+        by_alias(&l, namespace_column)
+    } else if l
+        .contains("from pg_catalog.pg_class c, pg_catalog.pg_class c2, pg_catalog.pg_index i")
+    {
+        table_indexes(db, &l)
     } else if l.starts_with("select c.oid, n.nspname, c.relname from pg_catalog.pg_class c") {
         find_relation(db, &l)
     } else if l.starts_with("select c.relchecks, c.relkind") {
@@ -87,25 +107,35 @@ fn collapse(s: &str) -> String {
 struct Relation {
     oid: i64,
     name: String,
+    /// `r`, `v` or `i`, as `pg_class.relkind`.
     kind: &'static str,
+    /// An index's table.
+    table: Option<String>,
 }
 
 fn relations(db: &rusqlite::Connection) -> Result<Vec<Relation>, ErrorInfo> {
     let sqlite = |e: rusqlite::Error| from_router(&pleroma::Error::Sqlite(e));
     let mut stmt = db
         .prepare(
-            "SELECT rowid, name, type FROM sqlite_schema \
-             WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' \
+            "SELECT rowid, name, type, tbl_name FROM sqlite_schema \
+             WHERE type IN ('table', 'view', 'index') \
+             AND NOT (name LIKE 'sqlite\\_%' ESCAPE '\\' AND type <> 'index') \
              ORDER BY name",
         )
         .map_err(sqlite)?;
     let rows = stmt
         .query_map([], |r| {
             let kind: String = r.get(2)?;
+            let index = kind == "index";
             Ok(Relation {
                 oid: OID_BASE + r.get::<_, i64>(0)?,
                 name: r.get(1)?,
-                kind: if kind == "view" { "v" } else { "r" },
+                kind: match kind.as_str() {
+                    "view" => "v",
+                    "index" => "i",
+                    _ => "r",
+                },
+                table: if index { Some(r.get(3)?) } else { None },
             })
         })
         .map_err(sqlite)?;
@@ -149,30 +179,37 @@ fn list_relations(db: &rusqlite::Connection, l: &str) -> Result<Rows, ErrorInfo>
         let end = l[i..].find(')').map_or(l.len(), |e| i + e);
         l[i..end].to_owned()
     };
-    // SQLite has tables and views, and indexes, which psql lists with an
-    // extra column (\di): not emulated, so declined rather than answered
-    // as none. Materialized views, sequences and foreign tables it has not.
-    if kinds.contains("'i'") || kinds.contains("'I'") {
-        return Err(error(
-            "0A000",
-            "pleroma serve does not list indexes through pg_catalog (\\di); \
-             ask SQLite: SELECT name, tbl_name FROM sqlite_schema WHERE type = 'index'",
-        ));
-    }
+    // SQLite has tables, views and indexes (\di lists indexes with the
+    // table each is on); materialized views, sequences and foreign tables
+    // it has not.
+    let indexes = kinds.contains("'i'");
     let pattern = pattern_after(l, "c.relname operator(pg_catalog.~) ");
     let user = "pleroma";
     let mut rows = Vec::new();
     for r in relations(db)? {
         let wanted = kinds.contains(&format!("'{}'", r.kind));
         if wanted && pattern.as_deref().is_none_or(|p| matches(p, &r.name)) {
-            let kind = if r.kind == "v" { "view" } else { "table" };
-            rows.push(vec![text("public"), text(&r.name), text(kind), text(user)]);
+            let kind = match r.kind {
+                "v" => "view",
+                "i" => "index",
+                _ => "table",
+            };
+            let mut row = vec![text("public"), text(&r.name), text(kind), text(user)];
+            if indexes {
+                row.push(r.table.as_deref().map_or(Value::Null, text));
+            }
+            rows.push(row);
         }
     }
+    let mut columns = vec!["Schema", "Name", "Type", "Owner"];
+    if indexes {
+        columns.push("Table");
+    }
     Ok(Rows {
-        columns: ["Schema", "Name", "Type", "Owner"]
+        columns: columns
+            .into_iter()
             .map(String::from)
-            .to_vec()
+            .collect::<Vec<_>>()
             .into(),
         rows: rows.into(),
     })
@@ -226,12 +263,12 @@ fn relation_info(db: &rusqlite::Connection, l: &str) -> Result<Rows, ErrorInfo> 
     .map(String::from)
     .to_vec();
     let rows = match relation_by_oid(db, l, "where c.oid = ")? {
-        // Indexes and CHECK constraints are not listed yet: the flags that
-        // would make psql ask for them are off.
+        // CHECK constraints, rules and triggers are not listed yet: the
+        // flags that would make psql ask for them are off.
         Some(r) => vec![[
             "0",
             r.kind,
-            "f",
+            if has_index(db, &r.name)? { "t" } else { "f" },
             "f",
             "f",
             "f",
@@ -243,7 +280,11 @@ fn relation_info(db: &rusqlite::Connection, l: &str) -> Result<Rows, ErrorInfo> 
             "",
             "p",
             "d",
-            if r.kind == "r" { "heap" } else { "" },
+            match r.kind {
+                "r" => "heap",
+                "i" => "btree",
+                _ => "",
+            },
         ]
         .map(text)
         .to_vec()],
@@ -307,6 +348,194 @@ fn columns(db: &rusqlite::Connection, l: &str) -> Result<Rows, ErrorInfo> {
         columns: names.into(),
         rows: rows.into(),
     })
+}
+
+/// The columns a catalog query names with `AS "Alias"`, in order.
+fn aliases(l: &str) -> Vec<String> {
+    let toks: Vec<_> = pleroma::tokenize::code(l).collect();
+    toks.windows(2)
+        .filter(|w| w[0].is("as") && w[1].kind == pleroma::tokenize::Kind::Quoted)
+        .map(|w| w[1].value().into_owned())
+        .collect()
+}
+
+/// A one-row answer to a query of a catalog with one row (the database,
+/// the schema): each column by its alias, or the query is declined when
+/// one is not known.
+fn by_alias(l: &str, value: impl Fn(&str) -> Option<Value>) -> Result<Rows, ErrorInfo> {
+    let names = aliases(l);
+    let mut row = Vec::with_capacity(names.len());
+    for n in &names {
+        row.push(value(n).ok_or_else(|| {
+            error(
+                "0A000",
+                format!("pleroma serve does not emulate the catalog column \"{n}\" of: {l}"),
+            )
+        })?);
+    }
+    if names.is_empty() {
+        return Err(error(
+            "0A000",
+            format!("pleroma serve does not emulate this catalog query: {l}"),
+        ));
+    }
+    Ok(Rows {
+        columns: names.into(),
+        rows: vec![row].into(),
+    })
+}
+
+/// The one database a server serves: its file, named by the file's stem
+/// (what `current_database()` gives), in UTF-8 with SQLite's binary
+/// collation (PostgreSQL's `C`).
+fn database_column(db: &rusqlite::Connection, alias: &str) -> Option<Value> {
+    Some(match alias.to_ascii_lowercase().as_str() {
+        "name" => text(&database_name(db)),
+        "owner" => text("pleroma"),
+        "encoding" => text("UTF8"),
+        "collate" | "ctype" => text("C"),
+        "locale provider" => text("libc"),
+        "icu locale" | "icu rules" | "access privileges" | "description" => Value::Null,
+        _ => return None,
+    })
+}
+
+/// The name of the served database: the file's stem (`main` in memory).
+pub(crate) fn database_name(db: &rusqlite::Connection) -> String {
+    db.path()
+        .filter(|p| !p.is_empty())
+        .and_then(|p| {
+            std::path::Path::new(p)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "main".to_owned())
+}
+
+/// SQLite's one schema of a file, shown as `public`.
+fn namespace_column(alias: &str) -> Option<Value> {
+    Some(match alias.to_ascii_lowercase().as_str() {
+        "name" => text("public"),
+        "owner" => text("pleroma"),
+        "access privileges" | "description" => Value::Null,
+        _ => return None,
+    })
+}
+
+fn has_index(db: &rusqlite::Connection, table: &str) -> Result<bool, ErrorInfo> {
+    let sqlite = |e: rusqlite::Error| from_router(&pleroma::Error::Sqlite(e));
+    db.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?1)",
+        [table],
+        |r| r.get(0),
+    )
+    .map_err(sqlite)
+}
+
+/// `\d TABLE`'s index list: each of the table's indexes as psql reads it
+/// (`pg_get_indexdef` is `CREATE [UNIQUE] INDEX name ON public.table USING
+/// btree (…)`, the part in parentheses and any `WHERE` as SQLite's own
+/// `CREATE INDEX` gives them; SQLite's indexes are B-trees), primary keys
+/// and UNIQUE constraints as constraints.
+fn table_indexes(db: &rusqlite::Connection, l: &str) -> Result<Rows, ErrorInfo> {
+    let columns = [
+        "relname",
+        "indisprimary",
+        "indisunique",
+        "indisclustered",
+        "indisvalid",
+        "pg_get_indexdef",
+        "pg_get_constraintdef",
+        "contype",
+        "condeferrable",
+        "condeferred",
+        "indisreplident",
+        "reltablespace",
+    ]
+    .map(String::from)
+    .to_vec();
+    let Some(rel) = relation_by_oid(db, l, "where c.oid = ")? else {
+        return Ok(Rows {
+            columns: columns.into(),
+            rows: vec![].into(),
+        });
+    };
+    let sqlite = |e: rusqlite::Error| from_router(&pleroma::Error::Sqlite(e));
+    let mut stmt = db
+        .prepare(
+            "SELECT l.name, l.\"unique\", l.origin, s.sql, \
+                    (SELECT group_concat(coalesce(name, '?'), ', ') FROM pragma_index_info(l.name)) \
+             FROM pragma_index_list(?1) AS l \
+             LEFT JOIN sqlite_schema AS s ON s.type = 'index' AND s.name = l.name",
+        )
+        .map_err(sqlite)?;
+    let mut rows: Vec<Vec<Value>> = stmt
+        .query_map([&rel.name], |r| {
+            let name: String = r.get(0)?;
+            let unique = r.get::<_, i64>(1)? != 0;
+            let origin: String = r.get(2)?;
+            let sql: Option<String> = r.get(3)?;
+            let cols: Option<String> = r.get(4)?;
+            // What follows the table's name in SQLite's CREATE INDEX:
+            // `(a, b DESC) WHERE …`; for a constraint's index, its columns.
+            let body = sql
+                .as_deref()
+                .and_then(index_body)
+                .unwrap_or_else(|| format!("({})", cols.unwrap_or_default()));
+            let def = format!(
+                "CREATE {}INDEX {name} ON public.{} USING btree {body}",
+                if unique { "UNIQUE " } else { "" },
+                rel.name
+            );
+            let (primary, contype) = match origin.as_str() {
+                "pk" => (true, Some("p")),
+                "u" => (false, Some("u")),
+                _ => (false, None),
+            };
+            let constraint = contype
+                .map(|c| format!("{} {body}", if c == "p" { "PRIMARY KEY" } else { "UNIQUE" }));
+            let flag = |b: bool| text(if b { "t" } else { "f" });
+            Ok(vec![
+                Value::Text(name),
+                flag(primary),
+                flag(unique),
+                flag(false),
+                flag(true),
+                Value::Text(def),
+                constraint.map_or(Value::Null, Value::Text),
+                contype.map_or(Value::Null, text),
+                contype.map_or(Value::Null, |_| text("f")),
+                contype.map_or(Value::Null, |_| text("f")),
+                flag(false),
+                text("0"),
+            ])
+        })
+        .map_err(sqlite)?
+        .collect::<Result<_, _>>()
+        .map_err(sqlite)?;
+    // psql's order: the primary key first, then by name.
+    rows.sort_by_key(|r| {
+        let name = match &r[0] {
+            Value::Text(n) => n.clone(),
+            _ => String::new(),
+        };
+        (r[1] != text("t"), name)
+    });
+    Ok(Rows {
+        columns: columns.into(),
+        rows: rows.into(),
+    })
+}
+
+/// The text after `ON table` in SQLite's `CREATE INDEX` statement: from
+/// its first `(` outside a quote to the end.
+fn index_body(sql: &str) -> Option<String> {
+    let toks: Vec<_> = pleroma::tokenize::tokens(sql).collect();
+    let on = toks.iter().position(|t| t.is("on"))?;
+    let open = toks[on..]
+        .iter()
+        .position(|t| t.kind == pleroma::tokenize::Kind::Punct && t.text == "(")?;
+    Some(sql[toks[on + open].start..].trim().to_owned())
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ use pleroma::{Connection, Value};
 use crate::pg_catalog;
 use crate::settings::{self, Answer, Settings};
 use crate::sqlstate::{error, fatal, from_router};
+use crate::translate;
 use crate::wire::{self, ColType};
 use crate::writers::{Turn, Writers};
 
@@ -53,6 +54,7 @@ impl Worker {
                     c.sqlite()
                         .busy_timeout(Duration::from_secs(5))
                         .map_err(pleroma::Error::from)?;
+                    translate::register(c.sqlite()).map_err(pleroma::Error::from)?;
                     Ok(c)
                 });
                 let mut engine = match opened {
@@ -284,7 +286,8 @@ impl Engine {
                 .collect();
             return rows_outcome(&rows.columns, &rows.rows, &types, format, "SELECT");
         }
-        let rewritten = wire::numbered_placeholders(sql);
+        let translated = translate::to_sqlite(sql)?;
+        let rewritten = wire::numbered_placeholders(&translated);
         let sql: &str = &rewritten;
         let before = self.in_transaction();
         if self.turn.is_none() && self.writes(sql, &words) {
@@ -383,7 +386,8 @@ impl Engine {
                  PRAGMA pleroma_*): send it with the simple protocol or an unnamed statement",
             ));
         }
-        let sql = wire::numbered_placeholders(sql);
+        let translated = translate::to_sqlite(sql)?;
+        let sql = wire::numbered_placeholders(&translated);
         let stmt = self
             .conn
             .sqlite()

@@ -87,6 +87,21 @@ fn from_message(m: &str) -> &'static str {
         "42804"
     } else if has("wrong number of arguments") {
         "42883"
+    // PostgreSQL's errors of pleroma_pg_cast, the `::` cast (translate.rs).
+    } else if has("invalid input syntax for type") {
+        "22P02"
+    } else if has("date/time field value out of range") {
+        "22008"
+    } else if has("integer out of range")
+        || has("smallint out of range")
+        || has("bigint out of range")
+        || has("is out of range for type")
+    {
+        "22003"
+    } else if has("cannot cast type") {
+        "42846"
+    } else if has("pleroma serve does not translate") || has("pleroma serve translates") {
+        "0A000"
     } else {
         "XX000"
     }

@@ -239,7 +239,7 @@ pub(crate) fn float_text(x: f64) -> String {
     }
 }
 
-fn bytea_text(b: &[u8]) -> String {
+pub(crate) fn bytea_text(b: &[u8]) -> String {
     let mut s = String::with_capacity(2 + 2 * b.len());
     s.push_str("\\x");
     for byte in b {

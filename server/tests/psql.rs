@@ -121,10 +121,12 @@ fn psql_describes_tables_from_sqlites_schema() {
 
     let out = psql(port, &["-A", "-F", "|", "-c", "\\d invoices"]);
     assert!(out.contains("Table \"public.invoices\""), "{out}");
+    // The columns, up to the index list.
     let lines: Vec<&str> = out
         .lines()
         .skip_while(|l| !l.starts_with("Column|"))
         .skip(1)
+        .take_while(|l| !l.is_empty() && !l.starts_with("Indexes:"))
         .collect();
     let want = sqlite(
         &f.db,
@@ -181,12 +183,78 @@ fn an_error_in_psql_carries_sqlites_message_and_sqlstate() {
     // A catalog query it does not emulate is declined, not answered empty.
     let out = Command::new(require("psql", "apt-get install postgresql-client"))
         .args(["-X", "-h", "127.0.0.1", "-U", "t", "-d", "ledger"])
-        .args(["-p", &server.addr().port().to_string(), "-c", "\\di"])
+        .args(["-p", &server.addr().port().to_string(), "-c", "\\df"])
         .output()
         .unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(!out.status.success());
-    assert!(stderr.contains("does not list indexes"), "{stderr}");
+    assert!(
+        stderr.contains("does not emulate this catalog query"),
+        "{stderr}"
+    );
+}
+
+/// `\\l`, `\\dn`, `\\di` and the index list of `\\d TABLE`, from SQLite's
+/// schema; `version()` and `current_schema()`.
+#[test]
+fn psql_lists_the_database_its_schema_and_indexes() {
+    let f = common::fixture();
+    {
+        let mut c = pleroma::Connection::open(&f.db).unwrap();
+        c.execute_batch(
+            "CREATE INDEX inv_month ON invoices(month DESC) WHERE month > 0;
+             CREATE TABLE codes(code TEXT PRIMARY KEY, label TEXT UNIQUE) WITHOUT ROWID;",
+        )
+        .unwrap();
+    }
+    let server = common::serve(&f.db);
+    let port = server.addr().port();
+    let rows = |cmd: &str| -> Vec<String> {
+        psql(port, &["-A", "-t", "-F", "|", "-c", cmd])
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(rows("\\l"), ["ledger|pleroma|UTF8|C|C||libc|"]);
+    assert_eq!(rows("\\dn"), ["public|pleroma"]);
+    // Every index SQLite has, with its table: the user's, those of
+    // constraints, and Pleroma's guard.
+    let want: Vec<String> = sqlite(
+        &f.db,
+        "SELECT name, tbl_name FROM sqlite_schema WHERE type = 'index' ORDER BY name",
+    )
+    .into_iter()
+    .map(|r| match (&r[0], &r[1]) {
+        (Cell::Text(n), Cell::Text(t)) => format!("public|{n}|index|pleroma|{t}"),
+        c => panic!("{c:?}"),
+    })
+    .collect();
+    assert!(want.len() >= 3, "{want:?}");
+    assert_eq!(rows("\\di"), want);
+    assert_eq!(
+        rows("\\di inv*"),
+        ["public|inv_month|index|pleroma|invoices"]
+    );
+    let d = psql(port, &["-c", "\\d invoices"]);
+    assert!(
+        d.contains("Indexes:\n    \"inv_month\" btree (month DESC) WHERE month > 0"),
+        "{d}"
+    );
+    let d = psql(port, &["-c", "\\d codes"]);
+    assert!(
+        d.contains("\"sqlite_autoindex_codes_1\" PRIMARY KEY, btree (code)")
+            && d.contains("\"sqlite_autoindex_codes_2\" UNIQUE CONSTRAINT, btree (label)"),
+        "{d}"
+    );
+    let v = rows(
+        "SELECT version(), pg_catalog.version() = version(), current_schema(), current_database()",
+    );
+    assert!(v[0].starts_with("PostgreSQL 16.0 (Pleroma "), "{v:?}");
+    assert!(
+        v[0].contains(&format!("SQLite {}", pleroma::rusqlite::version())),
+        "{v:?}"
+    );
+    assert!(v[0].ends_with("|1|public|ledger"), "{v:?}");
 }
 
 /// psql's command tags (what a driver's `rowcount` reads) count the user's

@@ -1,0 +1,1316 @@
+//! The PostgreSQL forms that dashboard tools generate most, rewritten into
+//! SQLite's where the meaning is the same (the table is in `docs/server.md`,
+//! "PostgreSQL forms"). The rest of the statement is passed on as written:
+//! the dialect stays SQLite's.
+//!
+//! - `X::type` becomes `pleroma_pg_cast(X, 'type')`, a function of the
+//!   session's connection that converts as PostgreSQL's cast does, or
+//!   fails with PostgreSQL's error; a type it does not know is an error
+//!   naming it.
+//! - `date_trunc('unit', ts)`, `EXTRACT(field FROM ts)` and `ts ± INTERVAL
+//!   '…'` become SQLite's own date functions over timestamps stored as
+//!   ISO-8601 text (`YYYY-MM-DD HH:MM:SS`, what SQLite's `datetime()` and
+//!   `CURRENT_TIMESTAMP` write), so a plane with the same expression
+//!   dimension can serve them.
+//! - `NOW()` becomes `datetime('now')` (UTC, the server's time zone).
+//! - `X ILIKE P` becomes `X LIKE P ESCAPE '\'`: SQLite's LIKE ignores ASCII
+//!   case, and PostgreSQL's patterns escape with a backslash.
+//! - `LIMIT ALL` becomes `LIMIT -1`.
+//!
+//! `TRUE`, `FALSE`, `CURRENT_DATE`, `CURRENT_TIMESTAMP` and `COUNT(*)
+//! FILTER (WHERE …)` are SQLite's own already, with the same meaning.
+//!
+//! The statement is read as SQLite's tokenizer reads it
+//! (`pleroma::tokenize`): nothing inside a string, a quoted name or a
+//! comment is touched.
+
+use std::borrow::Cow;
+
+use pgwire::error::ErrorInfo;
+use pleroma::rusqlite::functions::{Context, FunctionFlags};
+use pleroma::rusqlite::types::{Value as SqlValue, ValueRef};
+use pleroma::rusqlite::{self, Error as SqlError};
+use pleroma::tokenize::{self, Kind};
+
+use crate::sqlstate::error;
+
+/// Words that start a form this module rewrites (compared without case).
+const TRIGGERS: [&str; 7] = [
+    "ilike",
+    "date_trunc",
+    "extract",
+    "now",
+    "all",
+    "interval",
+    "pg_catalog",
+];
+
+/// `sql` with the PostgreSQL forms above rewritten; untouched (borrowed)
+/// when it has none.
+pub(crate) fn to_sqlite(sql: &str) -> Result<Cow<'_, str>, ErrorInfo> {
+    let lower = sql.to_ascii_lowercase();
+    if !lower.contains("::") && !TRIGGERS.iter().any(|w| lower.contains(w)) {
+        return Ok(Cow::Borrowed(sql));
+    }
+    let toks = lex(sql);
+    if !toks.iter().any(|t| t.is_cast() || t.starts_form()) {
+        return Ok(Cow::Borrowed(sql));
+    }
+    let pieces = rewrite(&toks)?;
+    Ok(Cow::Owned(pieces.iter().map(|p| p.text.as_str()).collect()))
+}
+
+/// A token, with PostgreSQL's `::` as a token of its own (SQLite's
+/// tokenizer reads `::` as illegal bytes or inside a `$name::x` variable).
+#[derive(Clone, Debug, PartialEq)]
+struct Tok {
+    kind: Kind,
+    text: String,
+    /// `::`.
+    cast: bool,
+}
+
+impl Tok {
+    fn new(kind: Kind, text: &str) -> Tok {
+        Tok {
+            kind,
+            text: text.to_owned(),
+            cast: false,
+        }
+    }
+
+    fn is(&self, word: &str) -> bool {
+        self.kind == Kind::Word && self.text.eq_ignore_ascii_case(word)
+    }
+
+    fn is_punct(&self, p: &str) -> bool {
+        self.kind == Kind::Punct && self.text == p
+    }
+
+    fn is_blank(&self) -> bool {
+        matches!(self.kind, Kind::Space | Kind::Comment)
+    }
+
+    fn is_cast(&self) -> bool {
+        self.cast
+    }
+
+    fn starts_form(&self) -> bool {
+        TRIGGERS.iter().any(|w| self.is(w))
+    }
+}
+
+fn lex(sql: &str) -> Vec<Tok> {
+    let mut out: Vec<Tok> = Vec::new();
+    for t in tokenize::tokens(sql) {
+        match t.kind {
+            // `$1::int` is one Tcl-style variable to SQLite; `::int` is an
+            // illegal `:` and the variable `:int`; `::text::int` the same
+            // with `:text::int`.
+            Kind::Variable
+                if t.text.contains("::") || t.text.starts_with(':') && last_is_colon(&out) =>
+            {
+                let name_end = t.text.find("::").unwrap_or(t.text.len());
+                if t.text.starts_with(':') && last_is_colon(&out) {
+                    out.pop();
+                    out.push(cast_tok());
+                    retokenize(&t.text[1..name_end], &mut out);
+                } else {
+                    out.push(Tok::new(Kind::Variable, &t.text[..name_end]));
+                }
+                for p in t.text[1..].split("::").skip(1) {
+                    out.push(cast_tok());
+                    retokenize(p, &mut out);
+                }
+            }
+            Kind::Illegal if t.text == ":" && last_is_colon(&out) => {
+                out.pop();
+                out.push(cast_tok());
+            }
+            _ => out.push(Tok::new(t.kind, t.text)),
+        }
+    }
+    out
+}
+
+/// A type name split out of a variable token (`varchar(3)` of
+/// `:varchar(3)`), as the tokens it is on its own.
+fn retokenize(text: &str, out: &mut Vec<Tok>) {
+    out.extend(tokenize::tokens(text).map(|t| Tok::new(t.kind, t.text)));
+}
+
+fn cast_tok() -> Tok {
+    Tok {
+        kind: Kind::Punct,
+        text: "::".into(),
+        cast: true,
+    }
+}
+
+fn last_is_colon(out: &[Tok]) -> bool {
+    out.last()
+        .is_some_and(|t| t.kind == Kind::Illegal && t.text == ":")
+}
+
+/// A piece of the rewritten statement. `unit` marks a rewritten form,
+/// which is one operand to what surrounds it.
+#[derive(Clone, Debug)]
+struct Piece {
+    text: String,
+    kind: Kind,
+    unit: bool,
+}
+
+impl Piece {
+    fn of(t: &Tok) -> Piece {
+        Piece {
+            text: t.text.clone(),
+            kind: t.kind,
+            unit: false,
+        }
+    }
+
+    fn unit(text: String) -> Piece {
+        Piece {
+            text,
+            kind: Kind::Word,
+            unit: true,
+        }
+    }
+
+    fn is_punct(&self, p: &str) -> bool {
+        !self.unit && self.kind == Kind::Punct && self.text == p
+    }
+}
+
+fn not_translated(what: impl std::fmt::Display) -> ErrorInfo {
+    error(
+        "0A000",
+        format!(
+            "pleroma serve does not translate {what} (see docs/server.md, \"PostgreSQL forms\")"
+        ),
+    )
+}
+
+/// The index of the next token after `i` that is not blank.
+fn next_code(toks: &[Tok], i: usize) -> Option<usize> {
+    (i + 1..toks.len()).find(|&j| !toks[j].is_blank())
+}
+
+/// The index of the `)` that closes the `(` at `open`.
+fn closing(toks: &[Tok], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (j, t) in toks.iter().enumerate().skip(open) {
+        if t.is_punct("(") {
+            depth += 1;
+        } else if t.is_punct(")") {
+            depth -= 1;
+            if depth == 0 {
+                return Some(j);
+            }
+        }
+    }
+    None
+}
+
+fn text_of(pieces: &[Piece]) -> String {
+    pieces.iter().map(|p| p.text.as_str()).collect::<String>()
+}
+
+fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
+    let mut out: Vec<Piece> = Vec::with_capacity(toks.len());
+    let mut i = 0;
+    while i < toks.len() {
+        let t = &toks[i];
+        let call = next_code(toks, i).filter(|&j| toks[j].is_punct("("));
+        if t.is_cast() {
+            let operand = pop_operand(&mut out)
+                .ok_or_else(|| not_translated("a `::` cast without an operand"))?;
+            let (ty, end) = cast_type(toks, i)?;
+            let cast = match numeric_literal(&operand) {
+                // PostgreSQL reads `2.5` as numeric, SQLite as REAL: the cast
+                // of such a literal is done here, as PostgreSQL does it.
+                Some(n) => numeric_cast(&n, ty)?
+                    .unwrap_or_else(|| format!("pleroma_pg_cast({operand}, '{ty}')")),
+                None => format!("pleroma_pg_cast({operand}, '{ty}')"),
+            };
+            out.push(Piece::unit(cast));
+            i = end;
+            continue;
+        }
+        // `pg_catalog.version()`: the session's own function, unqualified
+        // (SQLite has no schema for functions).
+        if t.is("pg_catalog") {
+            let dot = next_code(toks, i).filter(|&j| toks[j].is_punct("."));
+            let f = dot.and_then(|d| next_code(toks, d)).filter(|&f| {
+                crate::pg_catalog::FUNCTIONS.iter().any(|n| toks[f].is(n))
+                    && next_code(toks, f).is_some_and(|p| toks[p].is_punct("("))
+            });
+            if let Some(f) = f {
+                i = f;
+                continue;
+            }
+        }
+        if t.is("date_trunc") && call.is_some() {
+            let open = call.unwrap_or_default();
+            let close =
+                closing(toks, open).ok_or_else(|| not_translated("an unclosed date_trunc("))?;
+            out.push(Piece::unit(date_trunc(&toks[open + 1..close])?));
+            i = close + 1;
+            continue;
+        }
+        if t.is("extract") && call.is_some() {
+            let open = call.unwrap_or_default();
+            let close =
+                closing(toks, open).ok_or_else(|| not_translated("an unclosed EXTRACT("))?;
+            out.push(Piece::unit(extract(&toks[open + 1..close])?));
+            i = close + 1;
+            continue;
+        }
+        if t.is("now") && call.is_some() {
+            let open = call.unwrap_or_default();
+            let close = closing(toks, open).ok_or_else(|| not_translated("an unclosed now("))?;
+            if toks[open + 1..close].iter().any(|t| !t.is_blank()) {
+                return Err(not_translated("now() with arguments"));
+            }
+            out.push(Piece::unit("datetime('now')".into()));
+            i = close + 1;
+            continue;
+        }
+        if t.is("all")
+            && last_code(&out).is_some_and(|p| {
+                !p.unit && p.kind == Kind::Word && p.text.eq_ignore_ascii_case("limit")
+            })
+        {
+            out.push(Piece {
+                text: "-1".into(),
+                kind: Kind::Number,
+                unit: false,
+            });
+            i += 1;
+            continue;
+        }
+        if t.is("ilike") {
+            i = ilike(toks, i, &mut out)?;
+            continue;
+        }
+        if t.is("interval") {
+            let Some(lit) = next_code(toks, i).filter(|&j| toks[j].kind == Kind::String) else {
+                out.push(Piece::of(t));
+                i += 1;
+                continue;
+            };
+            interval(toks, lit, &mut out)?;
+            i = lit + 1;
+            continue;
+        }
+        out.push(Piece::of(t));
+        i += 1;
+    }
+    Ok(out)
+}
+
+fn last_code(out: &[Piece]) -> Option<&Piece> {
+    out.iter()
+        .rev()
+        .find(|p| p.unit || !matches!(p.kind, Kind::Space | Kind::Comment))
+}
+
+/// Words that end a clause or join terms, never an operand.
+const KEYWORDS: [&str; 24] = [
+    "select",
+    "distinct",
+    "all",
+    "from",
+    "where",
+    "and",
+    "or",
+    "not",
+    "on",
+    "by",
+    "having",
+    "limit",
+    "offset",
+    "as",
+    "in",
+    "is",
+    "like",
+    "between",
+    "case",
+    "when",
+    "then",
+    "else",
+    "values",
+    "returning",
+];
+
+/// Takes the operand that ends `out` (the primary a PostgreSQL cast or an
+/// interval applies to): a literal, a variable, a rewritten form, a name
+/// (`a`, `t.a`), a parenthesised expression, or a call (`f(…)`). Blanks
+/// before it stay. `None` when `out` does not end with one.
+fn pop_operand(out: &mut Vec<Piece>) -> Option<String> {
+    let mut end = out.len();
+    while end > 0 && !out[end - 1].unit && matches!(out[end - 1].kind, Kind::Space | Kind::Comment)
+    {
+        end -= 1;
+    }
+    let last = out.get(end.checked_sub(1)?)?;
+    let mut start = end - 1;
+    if last.unit {
+        // One piece.
+    } else if last.is_punct(")") {
+        let mut depth = 0usize;
+        loop {
+            let p = &out[start];
+            if p.is_punct(")") {
+                depth += 1;
+            } else if p.is_punct("(") {
+                depth -= 1;
+                if depth == 0 {
+                    break;
+                }
+            }
+            start = start.checked_sub(1)?;
+        }
+        // A call: the function's name before its `(`.
+        if start > 0 && !out[start - 1].unit && out[start - 1].kind == Kind::Word {
+            start -= 1;
+        }
+    } else if last.kind == Kind::Word && KEYWORDS.iter().any(|k| last.text.eq_ignore_ascii_case(k))
+    {
+        return None;
+    } else if matches!(last.kind, Kind::Word | Kind::Quoted) {
+        // A qualified name: `t.a`, `s.t.a`.
+        while start >= 2
+            && out[start - 1].is_punct(".")
+            && matches!(out[start - 2].kind, Kind::Word | Kind::Quoted)
+        {
+            start -= 2;
+        }
+    } else if !matches!(
+        last.kind,
+        Kind::String | Kind::Number | Kind::Variable | Kind::Blob
+    ) {
+        return None;
+    }
+    let text = text_of(&out[start..end]);
+    out.truncate(start);
+    Some(text)
+}
+
+/// A decimal literal that PostgreSQL reads as `numeric` (it has a point or
+/// an exponent), as its digits and their scale: `12.50` is `("1250", 2)`,
+/// `1e3` is `("1", -3)`. `None` for anything else (an integer literal is an
+/// integer to both).
+fn numeric_literal(operand: &str) -> Option<(String, i64)> {
+    let mut code = tokenize::code(operand);
+    let t = code.next()?;
+    if t.kind != Kind::Number
+        || code.next().is_some()
+        || t.text.starts_with("0x")
+        || t.text.starts_with("0X")
+    {
+        return None;
+    }
+    let text = t.text.replace('_', "").to_ascii_lowercase();
+    if !text.contains(['.', 'e']) {
+        return None;
+    }
+    let (mantissa, exp) = match text.split_once('e') {
+        Some((m, e)) => (m.to_owned(), e.parse::<i64>().ok()?),
+        None => (text.clone(), 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((&mantissa, ""));
+    Some((format!("{int}{frac}"), frac.len() as i64 - exp))
+}
+
+/// The cast of a numeric literal (digits, scale) to `ty` as a SQLite
+/// literal, as PostgreSQL computes it: to an integer type rounded half away
+/// from zero, to text in numeric's own form (`1.50`, `1000`). `None` where
+/// SQLite's REAL is the value (float8, numeric).
+fn numeric_cast((digits, scale): &(String, i64), ty: &str) -> Result<Option<String>, ErrorInfo> {
+    let decimal = || -> String {
+        // The digits with the point `scale` places from the right.
+        let mut d = digits.trim_start_matches('0').to_owned();
+        if *scale <= 0 {
+            d.push_str(&"0".repeat((-scale) as usize));
+            return if d.trim_start_matches('0').is_empty() {
+                "0".into()
+            } else {
+                d
+            };
+        }
+        let s = *scale as usize;
+        if d.len() <= s {
+            d = format!("{}{d}", "0".repeat(s + 1 - d.len()));
+        }
+        let (i, f) = d.split_at(d.len() - s);
+        format!("{i}.{f}")
+    };
+    let refuse = |code: &str, m: String| Err(error(code, m));
+    match ty {
+        "int2" | "int4" | "int8" => {
+            let text = decimal();
+            let (i, f) = text.split_once('.').unwrap_or((&text, ""));
+            let Ok(mut n) = i.parse::<i128>() else {
+                return refuse("22003", format!("{} out of range", type_name(ty)));
+            };
+            if f.as_bytes().first().is_some_and(|&c| c >= b'5') {
+                n += 1;
+            }
+            let (lo, hi) = match ty {
+                "int2" => (i16::MIN as i128, i16::MAX as i128),
+                "int4" => (i32::MIN as i128, i32::MAX as i128),
+                _ => (i64::MIN as i128, i64::MAX as i128),
+            };
+            if n < lo || n > hi {
+                return refuse("22003", format!("{} out of range", type_name(ty)));
+            }
+            Ok(Some(n.to_string()))
+        }
+        "text" => Ok(Some(format!("'{}'", decimal()))),
+        "bool" | "date" | "timestamp" => refuse(
+            "42846",
+            format!("cannot cast type numeric to {}", type_name(ty)),
+        ),
+        _ => Ok(None),
+    }
+}
+
+/// The type after the `::` at `at`: its name as `pleroma_pg_cast` knows it,
+/// and the index after it.
+fn cast_type(toks: &[Tok], at: usize) -> Result<(&'static str, usize), ErrorInfo> {
+    let word = |i: usize| next_code(toks, i).filter(|&k| toks[k].kind == Kind::Word);
+    let Some(first) = word(at) else {
+        return Err(not_translated("a `::` cast without a type name"));
+    };
+    let mut name = toks[first].text.to_ascii_lowercase();
+    let mut last = first;
+    // The type names of several words.
+    let take = |last: &mut usize, name: &mut String, w: &str| -> bool {
+        match word(*last) {
+            Some(k) if toks[k].is(w) => {
+                name.push(' ');
+                name.push_str(w);
+                *last = k;
+                true
+            }
+            _ => false,
+        }
+    };
+    match name.as_str() {
+        "double" => {
+            take(&mut last, &mut name, "precision");
+        }
+        "character" => {
+            take(&mut last, &mut name, "varying");
+        }
+        "timestamp" | "time" => {
+            if (take(&mut last, &mut name, "with") || take(&mut last, &mut name, "without"))
+                && !(take(&mut last, &mut name, "time") && take(&mut last, &mut name, "zone"))
+            {
+                return Err(not_translated(format!("the cast ::{name}")));
+            }
+        }
+        _ => {}
+    }
+    if let Some(k) = next_code(toks, last) {
+        if toks[k].is_punct("(") {
+            return Err(not_translated(format!(
+                "the cast ::{name}(…) (a type modifier)"
+            )));
+        }
+        if toks[k].text.starts_with('[') {
+            return Err(not_translated(format!("the cast ::{name}[] (arrays)")));
+        }
+    }
+    let ty = match name.as_str() {
+        "smallint" | "int2" => "int2",
+        "integer" | "int" | "int4" => "int4",
+        "bigint" | "int8" => "int8",
+        "double precision" | "float8" | "float" => "float8",
+        "numeric" | "decimal" => "numeric",
+        "text" | "varchar" | "character varying" => "text",
+        "boolean" | "bool" => "bool",
+        "date" => "date",
+        "timestamp" | "timestamp without time zone" => "timestamp",
+        _ => return Err(not_translated(format!("the cast ::{name}"))),
+    };
+    Ok((ty, last + 1))
+}
+
+/// The arguments of a call, split at its top-level commas, each rewritten.
+fn arguments(toks: &[Tok]) -> Result<Vec<String>, ErrorInfo> {
+    let mut args = Vec::new();
+    let mut depth = 0usize;
+    let mut from = 0;
+    for (j, t) in toks.iter().enumerate() {
+        if t.is_punct("(") {
+            depth += 1;
+        } else if t.is_punct(")") {
+            depth = depth.saturating_sub(1);
+        } else if t.is_punct(",") && depth == 0 {
+            args.push(&toks[from..j]);
+            from = j + 1;
+        }
+    }
+    args.push(&toks[from..]);
+    args.into_iter()
+        .map(|a| rewrite(a).map(|p| text_of(&p).trim().to_owned()))
+        .collect()
+}
+
+/// A string literal's value (a doubled quote as one), when `a` is one.
+fn literal(a: &str) -> Option<String> {
+    let mut code = tokenize::code(a);
+    let t = code.next()?;
+    (t.kind == Kind::String && code.next().is_none()).then(|| t.value().into_owned())
+}
+
+fn date_trunc(inner: &[Tok]) -> Result<String, ErrorInfo> {
+    let args = arguments(inner)?;
+    let [unit, ts] = &args[..] else {
+        return Err(not_translated("date_trunc with other than two arguments"));
+    };
+    let Some(u) = literal(unit) else {
+        return Err(not_translated(
+            "date_trunc with a unit that is not a string literal",
+        ));
+    };
+    let fmt = |f: &str| format!("strftime('{f}', {ts})");
+    Ok(match u.to_ascii_lowercase().as_str() {
+        "year" => fmt("%Y-01-01 00:00:00"),
+        // NULL when the timestamp is not one (the concatenation of NULL).
+        "quarter" => format!(
+            "strftime('%Y-', {ts}) || printf('%02d', (CAST(strftime('%m', {ts}) AS INTEGER) - 1) / 3 * 3 + 1) || '-01 00:00:00'"
+        ),
+        "month" => fmt("%Y-%m-01 00:00:00"),
+        // ISO weeks start on Monday: the Monday on or before the day.
+        "week" => format!("datetime({ts}, 'start of day', '-6 days', 'weekday 1')"),
+        "day" => fmt("%Y-%m-%d 00:00:00"),
+        "hour" => fmt("%Y-%m-%d %H:00:00"),
+        "minute" => fmt("%Y-%m-%d %H:%M:00"),
+        "second" => fmt("%Y-%m-%d %H:%M:%S"),
+        other => return Err(not_translated(format!("date_trunc('{other}', …)"))),
+    })
+}
+
+fn extract(inner: &[Tok]) -> Result<String, ErrorInfo> {
+    let from = inner
+        .iter()
+        .position(|t| t.is("from"))
+        .ok_or_else(|| not_translated("EXTRACT without FROM"))?;
+    let field: Vec<&Tok> = inner[..from].iter().filter(|t| !t.is_blank()).collect();
+    let field = match &field[..] {
+        [t] if matches!(t.kind, Kind::Word | Kind::String) => tokenize::code(&t.text)
+            .next()
+            .map(|t| t.value().to_ascii_lowercase())
+            .unwrap_or_default(),
+        _ => return Err(not_translated("EXTRACT of that field")),
+    };
+    let ts = text_of(&rewrite(&inner[from + 1..])?).trim().to_owned();
+    let int = |f: &str| format!("CAST(strftime('{f}', {ts}) AS INTEGER)");
+    Ok(match field.as_str() {
+        "year" => int("%Y"),
+        "quarter" => format!("((CAST(strftime('%m', {ts}) AS INTEGER) + 2) / 3)"),
+        "month" => int("%m"),
+        "day" => int("%d"),
+        "hour" => int("%H"),
+        "minute" => int("%M"),
+        "dow" => int("%w"),
+        "isodow" => int("%u"),
+        "doy" => int("%j"),
+        "week" => int("%V"),
+        "isoyear" => int("%G"),
+        "epoch" => format!("unixepoch({ts})"),
+        other => return Err(not_translated(format!("EXTRACT({other} FROM …)"))),
+    })
+}
+
+/// `ILIKE` at `at` becomes `LIKE`; a backslash escape is added after its
+/// pattern unless the statement gives its own `ESCAPE`. Returns the index to
+/// go on from.
+fn ilike(toks: &[Tok], at: usize, out: &mut Vec<Piece>) -> Result<usize, ErrorInfo> {
+    out.push(Piece {
+        text: "LIKE".into(),
+        kind: Kind::Word,
+        unit: false,
+    });
+    let end = pattern_end(toks, at).ok_or_else(|| {
+        not_translated("ILIKE with that pattern (use a literal, a parameter or ||)")
+    })?;
+    out.extend(rewrite(&toks[at + 1..end])?);
+    let escaped = next_code(toks, end - 1).is_some_and(|k| toks[k].is("escape"));
+    if !escaped {
+        out.push(Piece {
+            text: " ESCAPE '\\'".into(),
+            kind: Kind::Word,
+            unit: false,
+        });
+    }
+    Ok(end)
+}
+
+/// The end (exclusive) of the pattern after `ILIKE` at `at`: operands
+/// joined by operators that bind tighter than `ILIKE` in PostgreSQL (`||`,
+/// `+`, `-`, `*`, `/`, `%`, `::`).
+fn pattern_end(toks: &[Tok], at: usize) -> Option<usize> {
+    let mut j = next_code(toks, at)?;
+    loop {
+        // One operand.
+        let t = &toks[j];
+        let mut end = match t.kind {
+            Kind::String | Kind::Number | Kind::Variable | Kind::Quoted | Kind::Blob => j + 1,
+            Kind::Word => {
+                let mut k = j + 1;
+                if let Some(n) = next_code(toks, j).filter(|&n| toks[n].is_punct("(")) {
+                    k = closing(toks, n)? + 1;
+                }
+                k
+            }
+            Kind::Punct if t.text == "(" => closing(toks, j)? + 1,
+            _ => return None,
+        };
+        // Qualified names.
+        while let Some(n) = next_code(toks, end - 1).filter(|&n| toks[n].is_punct(".")) {
+            let m = next_code(toks, n)?;
+            end = m + 1;
+        }
+        match next_code(toks, end - 1) {
+            Some(n) if toks[n].is_cast() => {
+                // `::type`: its words.
+                let mut m = n;
+                while let Some(w) = next_code(toks, m).filter(|&w| toks[w].kind == Kind::Word) {
+                    m = w;
+                    if !matches!(
+                        toks[w].text.to_ascii_lowercase().as_str(),
+                        "double" | "character"
+                    ) {
+                        break;
+                    }
+                }
+                end = m + 1;
+                match next_code(toks, end - 1) {
+                    Some(o)
+                        if ["||", "+", "-", "*", "/", "%"]
+                            .iter()
+                            .any(|p| toks[o].is_punct(p)) =>
+                    {
+                        j = next_code(toks, o)?;
+                    }
+                    _ => return Some(end),
+                }
+            }
+            Some(n)
+                if ["||", "+", "-", "*", "/", "%"]
+                    .iter()
+                    .any(|p| toks[n].is_punct(p)) =>
+            {
+                j = next_code(toks, n)?;
+            }
+            _ => return Some(end),
+        }
+    }
+}
+
+/// `X ± INTERVAL 'n unit …'` with the literal at `lit`: `out` ends with
+/// `X ±` and the `INTERVAL` word is not in it yet. Becomes `datetime(X,
+/// '±n units', …)`.
+fn interval(toks: &[Tok], lit: usize, out: &mut Vec<Piece>) -> Result<(), ErrorInfo> {
+    let shape = || {
+        not_translated(
+            "INTERVAL other than in `timestamp + INTERVAL '…'` or `timestamp - INTERVAL '…'`",
+        )
+    };
+    // What binds tighter than `+`/`-` after it would take the interval.
+    if let Some(n) = next_code(toks, lit) {
+        if ["*", "/", "%", "||"].iter().any(|p| toks[n].is_punct(p)) || toks[n].is_cast() {
+            return Err(shape());
+        }
+    }
+    let mut end = out.len();
+    while end > 0 && matches!(out[end - 1].kind, Kind::Space | Kind::Comment) && !out[end - 1].unit
+    {
+        end -= 1;
+    }
+    let sign = match out.get(end.wrapping_sub(1)) {
+        Some(p) if p.is_punct("+") => 1,
+        Some(p) if p.is_punct("-") => -1,
+        _ => return Err(shape()),
+    };
+    out.truncate(end - 1);
+    let operand = pop_operand(out).ok_or_else(shape)?;
+    // The operand must not be the right side of an operator that binds as
+    // tight as `+`/`-` or tighter: `a - b + INTERVAL …` is `(a - b) + …`.
+    if let Some(p) = last_code(out) {
+        if !p.unit
+            && p.kind == Kind::Punct
+            && ["+", "-", "*", "/", "%", "||", "."].contains(&p.text.as_str())
+        {
+            return Err(shape());
+        }
+    }
+    let spec = tokenize::code(&toks[lit].text)
+        .next()
+        .map(|t| t.value().into_owned())
+        .unwrap_or_default();
+    let words: Vec<&str> = spec.split_whitespace().collect();
+    if words.is_empty() || words.len() % 2 != 0 {
+        return Err(not_translated(format!("INTERVAL '{spec}'")));
+    }
+    let mut modifiers = Vec::new();
+    for pair in words.chunks(2) {
+        let n: i64 = pair[0]
+            .parse()
+            .map_err(|_| not_translated(format!("INTERVAL '{spec}'")))?;
+        let (n, unit) = match pair[1].to_ascii_lowercase().trim_end_matches('s') {
+            "year" => (n, "years"),
+            "mon" | "month" => (n, "months"),
+            "week" => (n * 7, "days"),
+            "day" => (n, "days"),
+            "hour" => (n, "hours"),
+            "min" | "minute" => (n, "minutes"),
+            "sec" | "second" => (n, "seconds"),
+            _ => return Err(not_translated(format!("INTERVAL '{spec}'"))),
+        };
+        modifiers.push(format!("'{:+} {unit}'", sign * n));
+    }
+    out.push(Piece::unit(format!(
+        "datetime({operand}, {})",
+        modifiers.join(", ")
+    )));
+    Ok(())
+}
+
+/// What `version()` answers: PostgreSQL-shaped (clients read the number
+/// after `PostgreSQL `), naming Pleroma and the SQLite under it.
+pub(crate) fn version() -> String {
+    format!(
+        "PostgreSQL {} on {}-{}, served by Pleroma over SQLite {}",
+        crate::settings::SERVER_VERSION,
+        std::env::consts::ARCH,
+        std::env::consts::OS,
+        rusqlite::version()
+    )
+}
+
+/// Registers, on a session's connection, `pleroma_pg_cast(value, type)`
+/// and PostgreSQL's `version()`, `current_schema()` (`public`, SQLite's
+/// one schema as the server shows it) and `current_database()` (the
+/// file's stem).
+pub(crate) fn register(db: &rusqlite::Connection) -> rusqlite::Result<()> {
+    let deterministic = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
+    let v = version();
+    db.create_scalar_function("version", 0, deterministic, move |_| Ok(v.clone()))?;
+    db.create_scalar_function("current_schema", 0, deterministic, |_| Ok("public"))?;
+    let name = crate::pg_catalog::database_name(db);
+    db.create_scalar_function("current_database", 0, deterministic, move |_| {
+        Ok(name.clone())
+    })?;
+    db.create_scalar_function(
+        "pleroma_pg_cast",
+        2,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx: &mut Context<'_>| {
+            let ty: String = ctx.get(1)?;
+            pg_cast(ctx.get_raw(0), &ty).map_err(|m| SqlError::UserFunctionError(m.into()))
+        },
+    )
+}
+
+/// PostgreSQL's name of a type, for its messages.
+fn type_name(ty: &str) -> &str {
+    match ty {
+        "int2" => "smallint",
+        "int4" => "integer",
+        "int8" => "bigint",
+        "float8" => "double precision",
+        "timestamp" => "timestamp without time zone",
+        "bool" => "boolean",
+        other => other,
+    }
+}
+
+/// PostgreSQL's type of a SQLite value, for its messages.
+fn value_type(v: ValueRef<'_>) -> &'static str {
+    match v {
+        ValueRef::Null | ValueRef::Text(_) => "text",
+        ValueRef::Integer(_) => "bigint",
+        ValueRef::Real(_) => "double precision",
+        ValueRef::Blob(_) => "bytea",
+    }
+}
+
+/// The cast of `v` to the PostgreSQL type `ty`, as PostgreSQL computes it,
+/// or PostgreSQL's error message.
+fn pg_cast(v: ValueRef<'_>, ty: &str) -> Result<SqlValue, String> {
+    let cannot = || format!("cannot cast type {} to {}", value_type(v), type_name(ty));
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let syntax = |s: &str| format!("invalid input syntax for type {}: \"{s}\"", type_name(ty));
+    if let ValueRef::Null = v {
+        return Ok(SqlValue::Null);
+    }
+    match ty {
+        "int2" | "int4" | "int8" => {
+            let (lo, hi) = match ty {
+                "int2" => (i16::MIN as i64, i16::MAX as i64),
+                "int4" => (i32::MIN as i64, i32::MAX as i64),
+                _ => (i64::MIN, i64::MAX),
+            };
+            let range = || format!("{} out of range", type_name(ty));
+            let n = match v {
+                ValueRef::Integer(n) => n,
+                ValueRef::Real(f) => {
+                    // float8 to an integer type rounds half to even (rint).
+                    let r = f.round_ties_even();
+                    if !r.is_finite() || r < lo as f64 || r >= -(lo as f64) {
+                        return Err(range());
+                    }
+                    r as i64
+                }
+                ValueRef::Text(b) => {
+                    let s = text(b);
+                    match pg_integer(&s) {
+                        Some(Some(n)) => n,
+                        Some(None) => {
+                            return Err(format!(
+                                "value \"{s}\" is out of range for type {}",
+                                type_name(ty)
+                            ))
+                        }
+                        None => return Err(syntax(&s)),
+                    }
+                }
+                _ => return Err(cannot()),
+            };
+            if n < lo || n > hi {
+                return Err(range());
+            }
+            Ok(SqlValue::Integer(n))
+        }
+        "float8" => match v {
+            ValueRef::Integer(n) => Ok(SqlValue::Real(n as f64)),
+            ValueRef::Real(f) => Ok(SqlValue::Real(f)),
+            ValueRef::Text(b) => {
+                let s = text(b);
+                pg_float(&s).map(SqlValue::Real).ok_or_else(|| syntax(&s))
+            }
+            _ => Err(cannot()),
+        },
+        "numeric" => match v {
+            ValueRef::Integer(n) => Ok(SqlValue::Integer(n)),
+            ValueRef::Real(f) if f.is_finite() => Ok(SqlValue::Real(f)),
+            ValueRef::Text(b) => {
+                let s = text(b);
+                match (pg_integer(&s), pg_float(&s)) {
+                    (Some(Some(n)), _) => Ok(SqlValue::Integer(n)),
+                    (_, Some(f)) if f.is_finite() => Ok(SqlValue::Real(f)),
+                    (_, Some(_)) => Err(format!(
+                        "pleroma serve does not translate numeric NaN or Infinity: \"{s}\""
+                    )),
+                    (_, None) => Err(syntax(&s)),
+                }
+            }
+            _ => Err(cannot()),
+        },
+        "text" => Ok(SqlValue::Text(match v {
+            ValueRef::Integer(n) => n.to_string(),
+            ValueRef::Real(f) => crate::wire::float_text(f),
+            ValueRef::Text(b) => text(b),
+            ValueRef::Blob(b) => crate::wire::bytea_text(b),
+            ValueRef::Null => unreachable!("NULL returned above"),
+        })),
+        "bool" => match v {
+            ValueRef::Integer(n) => Ok(SqlValue::Integer((n != 0) as i64)),
+            ValueRef::Text(b) => {
+                let s = text(b);
+                pg_bool(&s)
+                    .map(|b| SqlValue::Integer(b as i64))
+                    .ok_or_else(|| syntax(&s))
+            }
+            _ => Err(cannot()),
+        },
+        "date" | "timestamp" => match v {
+            ValueRef::Text(b) => {
+                let s = text(b);
+                pg_timestamp(&s, ty).map(SqlValue::Text)
+            }
+            _ => Err(cannot()),
+        },
+        other => Err(format!(
+            "pleroma serve does not translate the cast ::{other}"
+        )),
+    }
+}
+
+/// PostgreSQL's whitespace around an input value.
+fn pg_trim(s: &str) -> &str {
+    s.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c'))
+}
+
+/// PostgreSQL 16's integer input: a sign, then decimal digits (or `0x`,
+/// `0o`, `0b` and their digits), `_` allowed between digits. `None`: not an
+/// integer; `Some(None)`: past 64 bits.
+fn pg_integer(s: &str) -> Option<Option<i64>> {
+    let t = pg_trim(s);
+    let (neg, body) = match t.as_bytes().first()? {
+        b'-' => (true, &t[1..]),
+        b'+' => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let lower = body.to_ascii_lowercase();
+    let (radix, digits) = if let Some(d) = lower.strip_prefix("0x") {
+        (16, d)
+    } else if let Some(d) = lower.strip_prefix("0o") {
+        (8, d)
+    } else if let Some(d) = lower.strip_prefix("0b") {
+        (2, d)
+    } else {
+        (10, lower.as_str())
+    };
+    if digits.is_empty()
+        || digits.starts_with('_')
+        || digits.ends_with('_')
+        || digits.contains("__")
+    {
+        return None;
+    }
+    let mut n: i128 = 0;
+    for c in digits.chars().filter(|&c| c != '_') {
+        n = n * radix as i128 + c.to_digit(radix)? as i128;
+        if n > i64::MAX as i128 + 1 {
+            return Some(None);
+        }
+    }
+    let n = if neg { -n } else { n };
+    Some(i64::try_from(n).ok())
+}
+
+/// PostgreSQL's float8 input: a decimal number, `NaN`, `Infinity`, `inf`
+/// (without case), with blanks around.
+fn pg_float(s: &str) -> Option<f64> {
+    let t = pg_trim(s);
+    let lower = t.to_ascii_lowercase();
+    let unsigned = lower.trim_start_matches(['+', '-']);
+    if matches!(unsigned, "nan" | "infinity" | "inf") {
+        return lower.parse().ok();
+    }
+    // Rust's parser takes what PostgreSQL's strtod takes, but for these.
+    if t.is_empty() || unsigned.starts_with(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        return None;
+    }
+    t.parse().ok()
+}
+
+/// PostgreSQL's boolean input: a unique prefix of `true`, `false`, `yes`,
+/// `no`, or `on`, `off`, `1`, `0`, without case, blanks around.
+fn pg_bool(s: &str) -> Option<bool> {
+    let t = pg_trim(s).to_ascii_lowercase();
+    match t.as_str() {
+        "" | "o" => None,
+        "1" | "on" => Some(true),
+        "0" | "of" | "off" => Some(false),
+        _ if "true".starts_with(&t) || "yes".starts_with(&t) => Some(true),
+        _ if "false".starts_with(&t) || "no".starts_with(&t) => Some(false),
+        _ => None,
+    }
+}
+
+/// An ISO-8601 date or timestamp (`YYYY-MM-DD`, then ` ` or `T` and
+/// `HH:MM[:SS[.fff]]`, then an optional zone, which a timestamp without
+/// time zone ignores as PostgreSQL does), as PostgreSQL writes it back:
+/// `YYYY-MM-DD` or `YYYY-MM-DD HH:MM:SS[.ffffff]`, trailing zeros of the
+/// fraction dropped. Else PostgreSQL's error, or ours for what PostgreSQL
+/// reads and this does not (its other date styles, `24:00`, a leap second).
+fn pg_timestamp(s: &str, ty: &str) -> Result<String, String> {
+    let syntax = || format!("invalid input syntax for type {}: \"{s}\"", type_name(ty));
+    let other = || {
+        format!(
+            "pleroma serve translates ::{ty} of ISO-8601 text only (YYYY-MM-DD[ HH:MM[:SS[.f]]]), not \"{s}\""
+        )
+    };
+    let t = pg_trim(s);
+    let num = |part: Option<&str>| -> Option<u32> {
+        let part = part?;
+        part.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| part.parse().ok())?
+    };
+    let b = t.as_bytes();
+    if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
+        return Err(other());
+    }
+    let (Some(y), Some(m), Some(d)) = (num(t.get(0..4)), num(t.get(5..7)), num(t.get(8..10)))
+    else {
+        return Err(other());
+    };
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1..=12).contains(&m) || d == 0 || d > days[m as usize - 1] {
+        return Err(format!("date/time field value out of range: \"{s}\""));
+    }
+    if y == 0 {
+        return Err(other());
+    }
+    let date = format!("{y:04}-{m:02}-{d:02}");
+    let rest = &t[10..];
+    if rest.is_empty() {
+        return Ok(if ty == "date" {
+            date
+        } else {
+            format!("{date} 00:00:00")
+        });
+    }
+    let rest = rest.strip_prefix([' ', 'T', 't']).ok_or_else(other)?;
+    let rb = rest.as_bytes();
+    if rb.len() < 5 || rb[2] != b':' {
+        return Err(other());
+    }
+    let (Some(hh), Some(mm)) = (num(rest.get(0..2)), num(rest.get(3..5))) else {
+        return Err(other());
+    };
+    let mut i = 5;
+    let mut ss = 0;
+    let mut frac = "";
+    if rb.get(5) == Some(&b':') {
+        ss = num(rest.get(6..8)).ok_or_else(other)?;
+        i = 8;
+        if rb.get(8) == Some(&b'.') {
+            let n = rb[9..].iter().take_while(|c| c.is_ascii_digit()).count();
+            frac = &rest[9..9 + n];
+            i = 9 + n;
+        }
+    }
+    let zone = &rest[i..];
+    let zone_ok = zone.is_empty()
+        || zone.eq_ignore_ascii_case("z")
+        || (zone.starts_with(['+', '-'])
+            && zone[1..].bytes().all(|c| c.is_ascii_digit() || c == b':')
+            && (2..=5).contains(&(zone.len() - 1)));
+    if !zone_ok || frac.is_empty() && rb.get(8) == Some(&b'.') {
+        return Err(other());
+    }
+    if hh > 23 || mm > 59 || ss > 59 {
+        return Err(if hh == 24 || ss == 60 {
+            other()
+        } else {
+            format!("date/time field value out of range: \"{s}\"")
+        });
+    }
+    if ty == "date" {
+        return Ok(date);
+    }
+    // PostgreSQL keeps microseconds, rounding the seventh digit on.
+    let mut micros: u64 = format!("{frac:0<6}")[..6].parse().map_err(|_| syntax())?;
+    if frac.len() > 6 && frac.as_bytes()[6] >= b'5' {
+        micros += 1;
+    }
+    if micros >= 1_000_000 {
+        // A carry into the next second (and maybe day): not done here.
+        return Err(other());
+    }
+    let mut out = format!("{date} {hh:02}:{mm:02}:{ss:02}");
+    if micros > 0 {
+        let f = format!("{micros:06}");
+        out.push('.');
+        out.push_str(f.trim_end_matches('0'));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tr(sql: &str) -> String {
+        to_sqlite(sql).unwrap().into_owned()
+    }
+
+    fn refused(sql: &str) -> String {
+        to_sqlite(sql).unwrap_err().message
+    }
+
+    #[test]
+    fn statements_without_the_forms_are_untouched() {
+        for sql in [
+            "SELECT 1",
+            "SELECT 'a::int', \"x::y\" FROM t -- ::int now()",
+            "SELECT * FROM t WHERE a = TRUE LIMIT 5",
+            "SELECT count(*) FILTER (WHERE a > 1) FROM t",
+            "SELECT allx, nowhere, $all FROM t",
+        ] {
+            assert!(matches!(to_sqlite(sql).unwrap(), Cow::Borrowed(_)), "{sql}");
+        }
+    }
+
+    #[test]
+    fn casts_become_the_cast_function_on_their_operand() {
+        assert_eq!(
+            tr("SELECT a::int FROM t"),
+            "SELECT pleroma_pg_cast(a, 'int4') FROM t"
+        );
+        assert_eq!(
+            tr("SELECT t.a :: bigint"),
+            "SELECT pleroma_pg_cast(t.a, 'int8')"
+        );
+        assert_eq!(
+            tr("SELECT '1'::text::int"),
+            "SELECT pleroma_pg_cast(pleroma_pg_cast('1', 'text'), 'int4')"
+        );
+        assert_eq!(
+            tr("SELECT $1::int8, $2"),
+            "SELECT pleroma_pg_cast($1, 'int8'), $2"
+        );
+        assert_eq!(
+            tr("SELECT sum(x)::double precision"),
+            "SELECT pleroma_pg_cast(sum(x), 'float8')"
+        );
+        assert_eq!(
+            tr("SELECT (a + b)::numeric"),
+            "SELECT pleroma_pg_cast((a + b), 'numeric')"
+        );
+        assert_eq!(tr("SELECT -1::int"), "SELECT -pleroma_pg_cast(1, 'int4')");
+        assert_eq!(
+            tr("SELECT x::timestamp without time zone"),
+            "SELECT pleroma_pg_cast(x, 'timestamp')"
+        );
+        // A numeric literal is cast here, as PostgreSQL casts numeric.
+        assert_eq!(
+            tr("SELECT 2.5::int, 3.49::int2, -2.5::int8"),
+            "SELECT 3, 3, -3"
+        );
+        assert_eq!(
+            tr("SELECT 1.0::text, 1.50::text, 1e3::text, .5::text, 0.0::text"),
+            "SELECT '1.0', '1.50', '1000', '0.5', '0.0'"
+        );
+        assert_eq!(
+            tr("SELECT 2.5::float8"),
+            "SELECT pleroma_pg_cast(2.5, 'float8')"
+        );
+        assert!(refused("SELECT 1.5::bool").contains("cannot cast type numeric to boolean"));
+        assert!(refused("SELECT 40000.0::int2").contains("smallint out of range"));
+        assert!(refused("SELECT x::regclass").contains("::regclass"));
+        assert!(refused("SELECT x::varchar(3)").contains("type modifier"));
+        assert!(refused("SELECT x::timestamptz").contains("::timestamptz"));
+        assert!(refused("SELECT ::int").contains("without an operand"));
+    }
+
+    #[test]
+    fn date_forms_become_sqlites_date_functions() {
+        assert_eq!(
+            tr("SELECT date_trunc('month', ts) FROM t"),
+            "SELECT strftime('%Y-%m-01 00:00:00', ts) FROM t"
+        );
+        assert_eq!(
+            tr("SELECT DATE_TRUNC('day', ts::timestamp)"),
+            "SELECT strftime('%Y-%m-%d 00:00:00', pleroma_pg_cast(ts, 'timestamp'))"
+        );
+        assert_eq!(
+            tr("SELECT EXTRACT(year FROM ts)"),
+            "SELECT CAST(strftime('%Y', ts) AS INTEGER)"
+        );
+        assert_eq!(
+            tr("SELECT extract('dow' from t.ts)"),
+            "SELECT CAST(strftime('%w', t.ts) AS INTEGER)"
+        );
+        assert_eq!(tr("SELECT now()"), "SELECT datetime('now')");
+        assert_eq!(
+            tr("SELECT * FROM t WHERE ts > now() - INTERVAL '7 days'"),
+            "SELECT * FROM t WHERE ts > datetime(datetime('now'), '-7 days')"
+        );
+        assert_eq!(
+            tr("SELECT ts + interval '1 week 2 hours'"),
+            "SELECT datetime(ts, '+7 days', '+2 hours')"
+        );
+        assert!(refused("SELECT date_trunc('decade', ts)").contains("decade"));
+        assert!(refused("SELECT date_trunc($1, ts)").contains("not a string literal"));
+        assert!(refused("SELECT a - b + INTERVAL '1 day'").contains("INTERVAL"));
+        assert!(refused("SELECT ts + INTERVAL '1 day' * 2").contains("INTERVAL"));
+        assert!(refused("SELECT ts + INTERVAL '1 fortnight'").contains("fortnight"));
+        assert!(refused("SELECT EXTRACT(century FROM ts)").contains("century"));
+    }
+
+    #[test]
+    fn ilike_and_limit_all() {
+        assert_eq!(
+            tr("SELECT * FROM t WHERE name ILIKE 'a\\_%' AND x = 1"),
+            "SELECT * FROM t WHERE name LIKE 'a\\_%' ESCAPE '\\' AND x = 1"
+        );
+        assert_eq!(
+            tr("SELECT * FROM t WHERE name NOT ILIKE '%' || $1 || '%'"),
+            "SELECT * FROM t WHERE name NOT LIKE '%' || $1 || '%' ESCAPE '\\'"
+        );
+        assert_eq!(
+            tr("SELECT * FROM t WHERE name ILIKE p ESCAPE '!'"),
+            "SELECT * FROM t WHERE name LIKE p ESCAPE '!'"
+        );
+        assert_eq!(
+            tr("SELECT * FROM t LIMIT ALL OFFSET 2"),
+            "SELECT * FROM t LIMIT -1 OFFSET 2"
+        );
+        assert!(refused("SELECT a ILIKE").contains("ILIKE"));
+    }
+
+    #[test]
+    fn casts_convert_as_postgresql_does() {
+        use ValueRef::*;
+        let ok = |v: ValueRef<'_>, ty: &str| pg_cast(v, ty).unwrap();
+        assert_eq!(ok(Real(2.5), "int4"), SqlValue::Integer(2));
+        assert_eq!(ok(Real(3.5), "int4"), SqlValue::Integer(4));
+        assert_eq!(ok(Real(-2.5), "int8"), SqlValue::Integer(-2));
+        assert_eq!(ok(Text(b" 42 "), "int4"), SqlValue::Integer(42));
+        assert_eq!(ok(Text(b"0x1F"), "int8"), SqlValue::Integer(31));
+        assert_eq!(ok(Text(b"1_000"), "int8"), SqlValue::Integer(1000));
+        assert_eq!(
+            pg_cast(Text(b"3.7"), "int4").unwrap_err(),
+            "invalid input syntax for type integer: \"3.7\""
+        );
+        assert_eq!(
+            pg_cast(Integer(40000), "int2").unwrap_err(),
+            "smallint out of range"
+        );
+        assert_eq!(
+            pg_cast(Text(b"99999999999"), "int4").unwrap_err(),
+            "integer out of range"
+        );
+        assert_eq!(ok(Real(1.0), "text"), SqlValue::Text("1".into()));
+        assert_eq!(ok(Blob(b"hi"), "text"), SqlValue::Text("\\x6869".into()));
+        assert_eq!(ok(Text(b"1e3"), "float8"), SqlValue::Real(1000.0));
+        assert_eq!(
+            ok(Text(b"-Infinity"), "float8"),
+            SqlValue::Real(f64::NEG_INFINITY)
+        );
+        assert!(pg_cast(Text(b"abc"), "float8").is_err());
+        assert_eq!(ok(Text(b"12"), "numeric"), SqlValue::Integer(12));
+        assert_eq!(ok(Text(b"1.5"), "numeric"), SqlValue::Real(1.5));
+        assert_eq!(ok(Text(b"yes"), "bool"), SqlValue::Integer(1));
+        assert_eq!(ok(Text(b" f "), "bool"), SqlValue::Integer(0));
+        assert_eq!(ok(Text(b"off"), "bool"), SqlValue::Integer(0));
+        assert!(pg_cast(Text(b"o"), "bool").is_err());
+        assert!(pg_cast(Real(1.0), "bool").is_err());
+        assert_eq!(
+            ok(Text(b"2024-02-29 10:00"), "date"),
+            SqlValue::Text("2024-02-29".into())
+        );
+        assert_eq!(
+            ok(Text(b"2024-02-29T10:00:01.250+02"), "timestamp"),
+            SqlValue::Text("2024-02-29 10:00:01.25".into())
+        );
+        assert!(pg_cast(Text(b"2023-02-29"), "date").is_err());
+        assert!(pg_cast(Integer(2460000), "date").is_err());
+        assert_eq!(ok(Null, "int4"), SqlValue::Null);
+    }
+}
