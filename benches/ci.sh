@@ -32,8 +32,10 @@ if [ ! -x "$ls_venv/bin/litestream" ]; then
 fi
 "$bin" bench replicas --rows 2000 --litestream "$ls_venv/bin/litestream" \
     --json "$out/replicas.json" > "$out/replicas.md"
-# The server under load (issue 15): every answer checked against SQLite.
-"$bin" bench serve --rows 2000 --clients 4 --seconds 1 --calls 100 > "$out/serve.md"
+# The server under load (issue 15), side by side with PostgreSQL (issue 24:
+# the benchmark installs Debian's postgresql when it is missing and starts a
+# private server): every answer of both checked against SQLite.
+"$bin" bench serve --rows 2000 --clients 4 --seconds 1 --calls 100 --json "$out/serve.json" > "$out/serve.md"
 "$bin" bench speedtest --rows 600 --json "$out/speedtest.json" > "$out/speedtest.md"
 # The Python package's side-by-side run (issue 23), with the package
 # scripts/test.sh installed into its own environment: every arm's rows

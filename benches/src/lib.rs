@@ -32,6 +32,7 @@ pub mod ingest;
 pub mod ledger;
 pub mod open;
 pub mod pool;
+pub mod postgres;
 pub mod readers;
 pub mod replicas;
 pub mod residue;

@@ -169,8 +169,8 @@ fn serve(config: pleroma_server::Config) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `pleroma bench serve`: the server under load (see the server crate's
-/// `bench` module for what it runs and checks).
+/// `pleroma bench serve`: the server under load, side by side with
+/// PostgreSQL (see `benches/src/serve.rs` for what it runs and checks).
 #[derive(Parser)]
 #[command(name = "pleroma bench serve")]
 struct BenchServe {
@@ -186,6 +186,9 @@ struct BenchServe {
     /// Calls of the round-trip phase.
     #[arg(long, default_value_t = 2000)]
     calls: usize,
+    /// Also write the report as JSON (the harness's shape) to this file.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
 }
 
 fn bench_serve(args: &[String]) -> anyhow::Result<ExitCode> {
@@ -206,6 +209,7 @@ fn bench_serve(args: &[String]) -> anyhow::Result<ExitCode> {
             clients: a.clients,
             seconds: a.seconds,
             calls: a.calls,
+            json: a.json,
         },
         &start,
     )
