@@ -3,7 +3,7 @@
 
 use std::fmt::Debug;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
 use futures::{stream, Sink, SinkExt};
@@ -13,6 +13,8 @@ use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, AuthSource,
     DefaultServerParameterProvider, LoginInfo, Password, StartupHandler,
 };
+use pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
+use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{
@@ -22,7 +24,7 @@ use pgwire::api::results::{
 use pgwire::api::stmt::{NoopQueryParser, StoredStatement};
 use pgwire::api::store::PortalStore;
 use pgwire::api::{
-    ClientInfo, ClientPortalStore, PgWireServerHandlers, PidSecretKeyGenerator,
+    ClientInfo, ClientPortalStore, ConnectionManager, PgWireServerHandlers, PidSecretKeyGenerator,
     RandomPidSecretKeyGenerator, Type, DEFAULT_NAME,
 };
 use pgwire::error::{PgWireError, PgWireResult};
@@ -31,7 +33,9 @@ use pgwire::messages::response::ReadyForQuery;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pleroma::Value;
 
-use crate::session::{Outcome, TxnMove, Worker};
+use crate::cancel::{self, Registration};
+use crate::copy;
+use crate::session::{Engine, Outcome, TxnMove, Worker};
 use crate::settings::SERVER_VERSION;
 use crate::sqlstate::{error, fatal};
 use crate::users::Users;
@@ -178,17 +182,51 @@ pub(crate) struct Session {
     worker: tokio::sync::OnceCell<Worker>,
     pending: Mutex<Vec<Pending>>,
     parser: Arc<NoopQueryParser>,
+    /// The server's cancel registry, and this session's entry in it.
+    cancels: Arc<ConnectionManager>,
+    registration: OnceLock<Registration>,
+    /// A COPY FROM between its messages.
+    pub(crate) copy_in: copy::Pending,
 }
 
 impl Session {
-    pub(crate) fn new(path: PathBuf, writers: Arc<Writers>) -> Session {
+    pub(crate) fn new(
+        path: PathBuf,
+        writers: Arc<Writers>,
+        cancels: Arc<ConnectionManager>,
+    ) -> Session {
         Session {
             path,
             writers,
             worker: tokio::sync::OnceCell::new(),
             pending: Mutex::new(Vec::new()),
             parser: Arc::new(NoopQueryParser::new()),
+            cancels,
+            registration: OnceLock::new(),
+            copy_in: copy::Pending::default(),
         }
+    }
+
+    /// Runs `f` on the session's thread; a cancel request interrupts it. A
+    /// COPY FROM the client left unfinished is rolled back first.
+    pub(crate) async fn run<C: ClientInfo + Send + Sync, R: Send + 'static>(
+        &self,
+        client: &C,
+        f: impl FnOnce(&mut Engine) -> R + Send + 'static,
+    ) -> PgWireResult<R> {
+        let worker = self.worker(client).await?;
+        let registration = self
+            .registration
+            .get_or_init(|| Registration::new(&self.cancels, client));
+        let stale = self.copy_in.take();
+        cancel::run(registration, worker, move |e| {
+            if let Some(copy) = stale {
+                copy.abort(e);
+            }
+            f(e)
+        })
+        .await
+        .map_err(user_error)
     }
 
     async fn worker<C: ClientInfo>(&self, client: &C) -> PgWireResult<&Worker> {
@@ -242,13 +280,14 @@ impl SimpleQueryHandler for Session {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        if let Some(cmd) = copy::in_query(query) {
+            return Ok(vec![
+                copy::execute(self, client, cmd.map_err(user_error)?).await?,
+            ]);
+        }
         let status = client.transaction_status();
         let sql = query.to_owned();
-        let worker = self.worker(client).await?;
-        let outcomes = worker
-            .run(move |e| e.simple(&sql, status))
-            .await
-            .map_err(user_error)?;
+        let outcomes = self.run(&*client, move |e| e.simple(&sql, status)).await?;
         Ok(outcomes
             .into_iter()
             .map(|o| match o {
@@ -307,6 +346,9 @@ impl ExtendedQueryHandler for Session {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let sql = portal.statement.statement.clone();
+        if let Some(cmd) = copy::in_query(&sql) {
+            return copy::execute(self, client, cmd.map_err(user_error)?).await;
+        }
         // Described at Describe Portal: it already ran, with the types the
         // client was told.
         let described = {
@@ -322,18 +364,15 @@ impl ExtendedQueryHandler for Session {
                 let values = params(portal)?;
                 let status = client.transaction_status();
                 let format = portal.result_column_format.clone();
-                let worker = self.worker(client).await?;
-                worker
-                    .run(move |e| {
-                        // The client decodes by what Describe Statement said.
-                        let types: Vec<ColType> = match e.describe(&sql) {
-                            Ok(d) => d.columns.iter().map(|c| c.1).collect(),
-                            Err(err) => return Err(err),
-                        };
-                        e.statement(&sql, &values, status, &format, Some(&types))
-                    })
-                    .await
-                    .map_err(user_error)?
+                self.run(&*client, move |e| {
+                    // The client decodes by what Describe Statement said.
+                    let types: Vec<ColType> = match e.describe(&sql) {
+                        Ok(d) => d.columns.iter().map(|c| c.1).collect(),
+                        Err(err) => return Err(err),
+                    };
+                    e.statement(&sql, &values, status, &format, Some(&types))
+                })
+                .await?
             }
         };
         outcome.map(to_response).map_err(user_error)
@@ -351,11 +390,12 @@ impl ExtendedQueryHandler for Session {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let sql = stmt.statement.clone();
-        let worker = self.worker(client).await?;
-        let d = worker
-            .run(move |e| e.describe(&sql))
-            .await
-            .map_err(user_error)?
+        if copy::is_copy(&sql) {
+            return Ok(DescribeStatementResponse::no_data());
+        }
+        let d = self
+            .run(&*client, move |e| e.describe(&sql))
+            .await?
             .map_err(user_error)?;
         // A parameter the client left untyped (OID 0) is text: bound as
         // TEXT, SQLite's affinity decides, as for a quoted literal.
@@ -390,14 +430,18 @@ impl ExtendedQueryHandler for Session {
         // The types of a column come from its values, so the portal runs
         // now and Execute sends what it answered.
         let sql = portal.statement.statement.clone();
+        if copy::is_copy(&sql) {
+            // A COPY runs at Execute; it describes no rows.
+            return Ok(DescribePortalResponse::no_data());
+        }
         let values = params(portal)?;
         let status = client.transaction_status();
         let format = portal.result_column_format.clone();
-        let worker = self.worker(client).await?;
-        let outcome = worker
-            .run(move |e| e.statement(&sql, &values, status, &format, None))
-            .await
-            .map_err(user_error)?;
+        let outcome = self
+            .run(&*client, move |e| {
+                e.statement(&sql, &values, status, &format, None)
+            })
+            .await?;
         let response = match &outcome {
             Ok(Outcome::Rows { fields, .. }) => DescribePortalResponse::new(fields.clone()),
             Ok(_) => DescribePortalResponse::no_data(),
@@ -438,6 +482,7 @@ impl ExtendedQueryHandler for Session {
 pub(crate) struct Handlers {
     pub(crate) session: Arc<Session>,
     pub(crate) startup: Arc<Startup>,
+    pub(crate) cancels: Arc<ConnectionManager>,
 }
 
 impl Handlers {
@@ -446,6 +491,7 @@ impl Handlers {
         auth: Arc<Auth>,
         pids: Arc<RandomPidSecretKeyGenerator>,
         writers: Arc<Writers>,
+        cancels: Arc<ConnectionManager>,
     ) -> Handlers {
         let sasl = match &*auth {
             Auth::Trust => None,
@@ -454,8 +500,9 @@ impl Handlers {
             ),
         };
         Handlers {
-            session: Arc::new(Session::new(path, writers)),
+            session: Arc::new(Session::new(path, writers, cancels.clone())),
             startup: Arc::new(Startup { auth, pids, sasl }),
+            cancels,
         }
     }
 }
@@ -471,6 +518,14 @@ impl PgWireServerHandlers for Handlers {
 
     fn startup_handler(&self) -> Arc<impl StartupHandler> {
         self.startup.clone()
+    }
+
+    fn copy_handler(&self) -> Arc<impl CopyHandler> {
+        self.session.clone()
+    }
+
+    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
+        Arc::new(DefaultCancelHandler::new(self.cancels.clone()))
     }
 }
 

@@ -21,6 +21,8 @@ macro_rules! log {
     }};
 }
 
+mod cancel;
+mod copy;
 mod handler;
 mod pg_catalog;
 mod session;
@@ -184,6 +186,7 @@ pub fn start(config: &Config) -> Result<Running, Error> {
     let path = config.database.clone();
     let pids = Arc::new(RandomPidSecretKeyGenerator::default());
     let writers = Arc::new(writers::Writers::default());
+    let cancels = Arc::new(pgwire::api::ConnectionManager::new());
     let acceptor = tls.map(|(a, _)| a);
     runtime.spawn(async move {
         let listener = match TcpListener::from_std(std_listener) {
@@ -208,6 +211,7 @@ pub fn start(config: &Config) -> Result<Running, Error> {
                 auth.clone(),
                 pids.clone(),
                 writers.clone(),
+                cancels.clone(),
             ));
             let acceptor = acceptor.clone();
             tokio::spawn(async move {

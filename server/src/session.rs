@@ -29,13 +29,15 @@ use crate::wire::{self, ColType};
 use crate::writers::{Turn, Writers};
 
 /// How long a session waits for its turn to write, like SQLite's busy timeout.
-const WRITE_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const WRITE_WAIT: Duration = Duration::from_secs(5);
 
 type Job = Box<dyn FnOnce(&mut Engine) + Send>;
 
 /// The async side's handle on a session thread.
 pub(crate) struct Worker {
     jobs: mpsc::Sender<Job>,
+    /// Numbers the jobs, for cancel requests (`cancel.rs`).
+    numbers: Arc<crate::cancel::Jobs>,
 }
 
 impl Worker {
@@ -47,10 +49,12 @@ impl Worker {
     ) -> Result<Worker, ErrorInfo> {
         let (jobs, rx) = mpsc::channel::<Job>();
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let numbers = Arc::new(crate::cancel::Jobs::default());
+        let cancel = numbers.clone();
         std::thread::Builder::new()
             .name("pleroma-session".into())
             .spawn(move || {
-                let opened = Connection::open(&path).and_then(|c| {
+                let opened = crate::cancel::open(&path, &cancel).and_then(|c| {
                     c.sqlite()
                         .busy_timeout(Duration::from_secs(5))
                         .map_err(pleroma::Error::from)?;
@@ -76,7 +80,7 @@ impl Worker {
             })
             .map_err(|e| fatal("53000", format!("cannot start a session thread: {e}")))?;
         match ready_rx.await {
-            Ok(r) => r.map(|()| Worker { jobs }),
+            Ok(r) => r.map(|()| Worker { jobs, numbers }),
             Err(_) => Err(fatal("XX000", "the session thread ended while opening")),
         }
     }
@@ -87,8 +91,12 @@ impl Worker {
         f: impl FnOnce(&mut Engine) -> R + Send + 'static,
     ) -> Result<R, ErrorInfo> {
         let (tx, rx) = tokio::sync::oneshot::channel();
+        let (numbers, number) = (self.numbers.clone(), self.numbers.submit());
         let job: Job = Box::new(move |e| {
-            let _ = tx.send(f(e));
+            numbers.begin(number);
+            let r = f(e);
+            numbers.end();
+            let _ = tx.send(r);
         });
         self.jobs
             .send(job)
@@ -100,6 +108,11 @@ impl Worker {
                  and its transaction rolled back",
             )
         })
+    }
+
+    /// Interrupts the job this session's client waits for (a cancel request).
+    pub(crate) fn cancel(&self) {
+        self.numbers.cancel_last();
     }
 }
 
@@ -136,12 +149,12 @@ pub(crate) struct Described {
 
 /// The session's state on its thread.
 pub(crate) struct Engine {
-    conn: Connection,
+    pub(crate) conn: Connection,
     settings: Settings,
-    writers: Arc<Writers>,
+    pub(crate) writers: Arc<Writers>,
     /// Held from the session's first write until it is out of its
     /// transaction.
-    turn: Option<Turn>,
+    pub(crate) turn: Option<Turn>,
 }
 
 impl Engine {

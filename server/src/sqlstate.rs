@@ -22,6 +22,10 @@ pub(crate) fn from_router(e: &pleroma::Error) -> ErrorInfo {
         pleroma::Error::NotServed(_) => "0A000",
         _ => "XX000",
     };
+    if code == "57014" {
+        // Only a cancel request interrupts a session's statement.
+        return error(code, crate::cancel::MESSAGE);
+    }
     error(code, message)
 }
 

@@ -1,0 +1,153 @@
+//! Cancel requests (psql's Ctrl-C): a new connection sends the session's
+//! process id and secret key, and the statement that session is running
+//! ends with PostgreSQL's `57014` "canceling statement due to user request".
+//!
+//! pgwire matches the key: every session registers with the server's
+//! [`ConnectionManager`] (under the pid and key its startup sent), and
+//! [`DefaultCancelHandler`](pgwire::api::cancel::DefaultCancelHandler) fires
+//! the registered handle of a request whose pid and key match; a wrong key
+//! finds nothing and does nothing. The session listens on its handle only
+//! while it waits for a statement ([`run`]), so a cancel that arrives while
+//! the session is idle goes nowhere, as in PostgreSQL.
+//!
+//! Ending the statement: the session's SQLite connection has a progress
+//! handler that SQLite calls every [`CHECK_EVERY`] virtual-machine
+//! instructions; it interrupts the statement when the job it belongs to was
+//! cancelled. Jobs are numbered, so a cancel meant for one job never reaches
+//! the next, even when it lands just as the first one ends. (SQLite's own
+//! `sqlite3_interrupt` is not used: it is lost when it falls between two of
+//! the statements the router runs for one of the client's.)
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use futures::future::{select, Either};
+use pgwire::api::{ClientInfo, ConnectionGuard, ConnectionHandle, ConnectionManager};
+use pgwire::error::ErrorInfo;
+
+use crate::session::{Engine, Worker};
+
+/// How many SQLite VM instructions run between two looks for a cancel.
+const CHECK_EVERY: i32 = 1000;
+
+/// The jobs of one session, as its cancel sees them.
+#[derive(Default, Debug)]
+pub(crate) struct Jobs {
+    /// The number of the last job handed to the session thread.
+    submitted: AtomicU64,
+    /// The job running on the session thread (0: none).
+    running: AtomicU64,
+    /// The job a cancel was meant for.
+    cancelled: AtomicU64,
+}
+
+impl Jobs {
+    /// A number for the next job.
+    pub(crate) fn submit(&self) -> u64 {
+        self.submitted.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    pub(crate) fn begin(&self, job: u64) {
+        self.running.store(job, Ordering::SeqCst);
+    }
+
+    pub(crate) fn end(&self) {
+        self.running.store(0, Ordering::SeqCst);
+    }
+
+    /// Cancel the last job submitted: the one the session is waiting for.
+    pub(crate) fn cancel_last(&self) {
+        self.cancelled
+            .store(self.submitted.load(Ordering::SeqCst), Ordering::SeqCst);
+    }
+
+    fn cancelled(&self) -> bool {
+        let running = self.running.load(Ordering::SeqCst);
+        running != 0 && self.cancelled.load(Ordering::SeqCst) == running
+    }
+
+    /// Makes SQLite interrupt a statement of a cancelled job.
+    pub(crate) fn install(
+        self: &Arc<Self>,
+        db: &mut pleroma::rusqlite::Connection,
+    ) -> pleroma::rusqlite::Result<()> {
+        let jobs = self.clone();
+        db.progress_handler(CHECK_EVERY, Some(move || jobs.cancelled()))
+    }
+}
+
+/// Opens a session's connection, with the progress handler that
+/// interrupts a cancelled job (what `Connection::open` does, plus that).
+pub(crate) fn open(
+    path: &std::path::Path,
+    jobs: &Arc<Jobs>,
+) -> pleroma::Result<pleroma::Connection> {
+    let mut db = pleroma::rusqlite::Connection::open(path)?;
+    jobs.install(&mut db)?;
+    pleroma::Connection::wrap(db)
+}
+
+/// A session's entry in the server's cancel registry; dropping it (when
+/// the connection ends) takes the entry out.
+pub(crate) struct Registration {
+    handle: Arc<ConnectionHandle>,
+    _guard: ConnectionGuard,
+}
+
+impl Registration {
+    /// Registers the session under the pid and secret key its startup sent.
+    pub(crate) fn new(manager: &Arc<ConnectionManager>, client: &impl ClientInfo) -> Registration {
+        let (pid, key) = client.pid_and_secret_key();
+        let (handle, guard) = manager.register(pid, key);
+        Registration {
+            handle,
+            _guard: guard,
+        }
+    }
+}
+
+/// Runs `f` on the session's thread; a cancel request for this session
+/// that arrives meanwhile interrupts it.
+pub(crate) async fn run<R: Send + 'static>(
+    registration: &Registration,
+    worker: &Worker,
+    f: impl FnOnce(&mut Engine) -> R + Send + 'static,
+) -> Result<R, ErrorInfo> {
+    let cancelled = registration.handle.start_query().await;
+    let job = Box::pin(worker.run(f));
+    match select(job, cancelled).await {
+        Either::Left((r, _)) => r,
+        Either::Right((fired, job)) => {
+            if fired.is_ok() {
+                worker.cancel();
+            }
+            job.await
+        }
+    }
+}
+
+/// The message PostgreSQL sends for a cancelled statement.
+pub(crate) const MESSAGE: &str = "canceling statement due to user request";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cancel_reaches_only_the_job_it_was_meant_for() {
+        let jobs = Jobs::default();
+        let a = jobs.submit();
+        jobs.cancel_last();
+        assert!(!jobs.cancelled(), "nothing runs yet");
+        jobs.begin(a);
+        assert!(
+            jobs.cancelled(),
+            "the job starts after its cancel: still cancelled"
+        );
+        jobs.end();
+        let b = jobs.submit();
+        jobs.begin(b);
+        assert!(!jobs.cancelled(), "the next job is not");
+        jobs.end();
+    }
+}
