@@ -156,7 +156,7 @@ impl Writer {
     }
 
     fn update(&mut self, c: &mut Connection) {
-        let id = 1 + self.rng.below(self.next_id as u64) as i64;
+        let id = 1 + self.rng.below(self.next_id.max(1) as u64) as i64;
         let cents = self.rng.below(50_000) as i64 - 25_000;
         if self.rng.below(2) == 0 {
             c.execute(
@@ -175,7 +175,7 @@ impl Writer {
     }
 
     fn delete(&mut self, c: &mut Connection) {
-        let id = 1 + self.rng.below(self.next_id as u64) as i64;
+        let id = 1 + self.rng.below(self.next_id.max(1) as u64) as i64;
         c.execute("DELETE FROM ev WHERE id = ?1", &[int(id)])
             .unwrap();
     }
