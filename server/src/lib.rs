@@ -23,6 +23,7 @@ macro_rules! log {
 
 mod cancel;
 mod copy;
+mod catalog_db;
 mod handler;
 mod pg_catalog;
 mod session;

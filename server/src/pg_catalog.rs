@@ -24,6 +24,9 @@ pub(crate) const FUNCTIONS: [&str; 3] = ["version", "current_schema", "current_d
 /// `information_schema.`.
 pub(crate) fn is_catalog_query(sql: &str) -> bool {
     let mut l = sql.to_ascii_lowercase();
+    if is_type_info(&l) {
+        return true;
+    }
     if !l.contains("pg_catalog.") && !l.contains("information_schema.") {
         return false;
     }
@@ -37,13 +40,15 @@ pub(crate) fn is_catalog_query(sql: &str) -> bool {
 pub(crate) fn answer(
     db: &rusqlite::Connection,
     sql: &str,
-    _params: &[Value],
+    params: &[Value],
 ) -> Option<Result<Rows, ErrorInfo>> {
     if !is_catalog_query(sql) {
         return None;
     }
     let l = collapse(&sql.to_ascii_lowercase());
-    let r = if l.contains("from pg_catalog.pg_class c") && l.contains("c.relkind in (") {
+    let r = if is_type_info(&l) {
+        type_info(params)
+    } else if l.contains("from pg_catalog.pg_class c") && l.contains("c.relkind in (") {
         list_relations(db, &l)
     } else if l.contains("from pg_catalog.pg_database d") {
         by_alias(&l, |a| database_column(db, a))
@@ -72,14 +77,7 @@ pub(crate) fn answer(
         // inheritance: the true answer is no rows.
         Ok(Rows::default())
     } else {
-        Err(error(
-            "0A000",
-            format!(
-                "pleroma serve does not emulate this catalog query (its pg_catalog covers psql's \
-                 \\dt and \\d TABLE; the SQL dialect is SQLite's, see sqlite_schema): {}",
-                sql.trim()
-            ),
-        ))
+        crate::catalog_db::answer(db, sql, params)
     };
     Some(r)
 }
@@ -346,6 +344,61 @@ fn columns(db: &rusqlite::Connection, l: &str) -> Result<Rows, ErrorInfo> {
         .map_err(sqlite)?;
     Ok(Rows {
         columns: names.into(),
+        rows: rows.into(),
+    })
+}
+
+/// psycopg's `TypeInfo.fetch` (SQLAlchemy's psycopg dialect asks it for
+/// `hstore` when it connects), which names `pg_type` without its schema.
+fn is_type_info(l: &str) -> bool {
+    collapse(l).starts_with(
+        "select typname as name, oid, typarray as array_oid, oid::regtype::text as regtype, typdelim as delimiter from pg_type t where t.oid = ",
+    )
+}
+
+/// The types the server sends and binds (`wire.rs`): name, OID and the
+/// OID of its array type, as in PostgreSQL's `pg_type`.
+const TYPES: [(&str, i64, i64); 12] = [
+    ("bool", 16, 1000),
+    ("bytea", 17, 1001),
+    ("int8", 20, 1016),
+    ("int2", 21, 1005),
+    ("int4", 23, 1007),
+    ("text", 25, 1009),
+    ("float4", 700, 1021),
+    ("float8", 701, 1022),
+    ("varchar", 1043, 1015),
+    ("date", 1082, 1182),
+    ("timestamp", 1114, 1115),
+    ("numeric", 1700, 1231),
+];
+
+/// The row of `TypeInfo.fetch(name)`: one of [`TYPES`], or none (no
+/// `hstore`, no other extension type: SQLite has none).
+fn type_info(params: &[Value]) -> Result<Rows, ErrorInfo> {
+    let name = match params.first() {
+        Some(Value::Text(n)) => n.trim_matches('"').to_ascii_lowercase(),
+        _ => String::new(),
+    };
+    let name = name.strip_prefix("pg_catalog.").unwrap_or(&name);
+    let rows = TYPES
+        .iter()
+        .filter(|(n, ..)| *n == name)
+        .map(|&(n, oid, array)| {
+            vec![
+                text(n),
+                Value::Integer(oid),
+                Value::Integer(array),
+                text(n),
+                text(","),
+            ]
+        })
+        .collect::<Vec<_>>();
+    Ok(Rows {
+        columns: ["name", "oid", "array_oid", "regtype", "delimiter"]
+            .map(String::from)
+            .to_vec()
+            .into(),
         rows: rows.into(),
     })
 }

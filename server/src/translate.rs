@@ -35,7 +35,8 @@ use pleroma::tokenize::{self, Kind};
 use crate::sqlstate::error;
 
 /// Words that start a form this module rewrites (compared without case).
-const TRIGGERS: [&str; 7] = [
+const TRIGGERS: [&str; 8] = [
+    "serial",
     "ilike",
     "date_trunc",
     "extract",
@@ -44,6 +45,21 @@ const TRIGGERS: [&str; 7] = [
     "interval",
     "pg_catalog",
 ];
+
+thread_local! {
+    /// Set while a catalog query is rewritten (`to_sqlite_catalog`).
+    static CATALOG: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// A catalog query rewritten for the emulated catalog (`catalog_db.rs`):
+/// as [`to_sqlite`], and `pg_catalog.f(…)` calls any function without the
+/// schema, whose name SQLite's functions do not take.
+pub(crate) fn to_sqlite_catalog(sql: &str) -> Result<String, ErrorInfo> {
+    CATALOG.with(|c| c.set(true));
+    let r = rewrite(&lex(sql)).map(|p| text_of(&p));
+    CATALOG.with(|c| c.set(false));
+    r
+}
 
 /// `sql` with the PostgreSQL forms above rewritten; untouched (borrowed)
 /// when it has none.
@@ -243,7 +259,8 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
         if t.is("pg_catalog") {
             let dot = next_code(toks, i).filter(|&j| toks[j].is_punct("."));
             let f = dot.and_then(|d| next_code(toks, d)).filter(|&f| {
-                crate::pg_catalog::FUNCTIONS.iter().any(|n| toks[f].is(n))
+                (CATALOG.with(|c| c.get())
+                    || crate::pg_catalog::FUNCTIONS.iter().any(|n| toks[f].is(n)))
                     && next_code(toks, f).is_some_and(|p| toks[p].is_punct("("))
             });
             if let Some(f) = f {
@@ -290,6 +307,33 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
             i += 1;
             continue;
         }
+        // `X = ANY (ARRAY[a, b])` is `X IN (a, b)` (SQLite reads the
+        // `[…]` as a quoted name).
+        if t.is("any") && last_code(&out).is_some_and(|p| p.is_punct("=")) {
+            if let Some(list) = any_array(toks, i)? {
+                let at = out
+                    .iter()
+                    .rposition(|p| p.is_punct("="))
+                    .unwrap_or_default();
+                out[at] = Piece::unit("IN".into());
+                out.push(Piece::unit(list.0));
+                i = list.1;
+                continue;
+            }
+        }
+        // A column typed `SERIAL` in CREATE TABLE: SQLite's INTEGER, which
+        // is the rowid when it is the primary key, numbered as SERIAL is.
+        if (t.is("serial") || t.is("bigserial") || t.is("smallserial"))
+            && toks
+                .iter()
+                .find(|t| !t.is_blank())
+                .is_some_and(|f| f.is("create"))
+            && column_type_position(&out)
+        {
+            out.push(Piece::unit("INTEGER".into()));
+            i += 1;
+            continue;
+        }
         if t.is("ilike") {
             i = ilike(toks, i, &mut out)?;
             continue;
@@ -308,6 +352,45 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
         i += 1;
     }
     Ok(out)
+}
+
+/// `ANY (ARRAY[…])` at `at`: the list rewritten as `(…)`, and the index
+/// after the closing `)`. `None` when it is not that form.
+fn any_array(toks: &[Tok], at: usize) -> Result<Option<(String, usize)>, ErrorInfo> {
+    let Some(open) = next_code(toks, at).filter(|&j| toks[j].is_punct("(")) else {
+        return Ok(None);
+    };
+    let Some(array) = next_code(toks, open).filter(|&j| toks[j].is("array")) else {
+        return Ok(None);
+    };
+    let Some(items) = next_code(toks, array)
+        .filter(|&j| toks[j].kind == Kind::Quoted && toks[j].text.starts_with('['))
+    else {
+        return Ok(None);
+    };
+    let Some(close) = next_code(toks, items).filter(|&j| toks[j].is_punct(")")) else {
+        return Ok(None);
+    };
+    let inner = &toks[items].text[1..toks[items].text.len() - 1];
+    if inner.contains(['[', ']']) {
+        return Err(not_translated("ANY of a nested ARRAY"));
+    }
+    let list = text_of(&rewrite(&lex(inner))?);
+    Ok(Some((format!("({list})"), close + 1)))
+}
+
+/// Whether `out` ends with a column's name right after `(` or `,`: where a
+/// column definition's type stands.
+fn column_type_position(out: &[Piece]) -> bool {
+    let code: Vec<&Piece> = out
+        .iter()
+        .rev()
+        .filter(|p| p.unit || !matches!(p.kind, Kind::Space | Kind::Comment))
+        .take(2)
+        .collect();
+    matches!(&code[..], [name, before]
+        if !name.unit && matches!(name.kind, Kind::Word | Kind::Quoted)
+            && (before.is_punct("(") || before.is_punct(",")))
 }
 
 fn last_code(out: &[Piece]) -> Option<&Piece> {
@@ -534,6 +617,11 @@ fn cast_type(toks: &[Tok], at: usize) -> Result<(&'static str, usize), ErrorInfo
         "boolean" | "bool" => "bool",
         "date" => "date",
         "timestamp" | "timestamp without time zone" => "timestamp",
+        "name" => "text",
+        // The emulated catalog's (catalog_db.rs); elsewhere an error.
+        "regclass" => "regclass",
+        "regtype" => "regtype",
+        "oid" => "oid",
         _ => return Err(not_translated(format!("the cast ::{name}"))),
     };
     Ok((ty, last + 1))
@@ -843,7 +931,7 @@ fn value_type(v: ValueRef<'_>) -> &'static str {
 
 /// The cast of `v` to the PostgreSQL type `ty`, as PostgreSQL computes it,
 /// or PostgreSQL's error message.
-fn pg_cast(v: ValueRef<'_>, ty: &str) -> Result<SqlValue, String> {
+pub(crate) fn pg_cast(v: ValueRef<'_>, ty: &str) -> Result<SqlValue, String> {
     let cannot = || format!("cannot cast type {} to {}", value_type(v), type_name(ty));
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     let syntax = |s: &str| format!("invalid input syntax for type {}: \"{s}\"", type_name(ty));
@@ -1202,7 +1290,10 @@ mod tests {
         );
         assert!(refused("SELECT 1.5::bool").contains("cannot cast type numeric to boolean"));
         assert!(refused("SELECT 40000.0::int2").contains("smallint out of range"));
-        assert!(refused("SELECT x::regclass").contains("::regclass"));
+        // Known to the emulated catalog only: its cast function fails elsewhere.
+        assert_eq!(tr("SELECT x::regclass"), "SELECT pleroma_pg_cast(x, 'regclass')");
+        assert!(pg_cast(ValueRef::Text(b"t"), "regclass").unwrap_err().contains("::regclass"));
+        assert!(refused("SELECT x::jsonb").contains("::jsonb"));
         assert!(refused("SELECT x::varchar(3)").contains("type modifier"));
         assert!(refused("SELECT x::timestamptz").contains("::timestamptz"));
         assert!(refused("SELECT ::int").contains("without an operand"));
