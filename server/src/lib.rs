@@ -22,8 +22,8 @@ macro_rules! log {
 }
 
 mod cancel;
-mod copy;
 mod catalog_db;
+mod copy;
 mod handler;
 mod pg_catalog;
 mod session;
