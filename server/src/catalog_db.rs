@@ -58,6 +58,18 @@ CREATE TABLE pg_catalog.pg_type(
 CREATE TABLE pg_catalog.pg_collation(oid INTEGER PRIMARY KEY, collname TEXT, collnamespace INTEGER);
 CREATE TABLE pg_catalog.pg_am(oid INTEGER PRIMARY KEY, amname TEXT, amtype TEXT);
 CREATE TABLE pg_catalog.pg_description(objoid INTEGER, classoid INTEGER, objsubid INTEGER, description TEXT);
+CREATE TABLE information_schema.tables(
+    table_catalog TEXT, table_schema TEXT, table_name TEXT, table_type TEXT,
+    self_referencing_column_name TEXT, reference_generation TEXT, user_defined_type_catalog TEXT,
+    user_defined_type_schema TEXT, user_defined_type_name TEXT, is_insertable_into TEXT,
+    is_typed TEXT, commit_action TEXT);
+CREATE TABLE information_schema.columns(
+    table_catalog TEXT, table_schema TEXT, table_name TEXT, column_name TEXT,
+    ordinal_position INTEGER, column_default TEXT, is_nullable TEXT, data_type TEXT,
+    character_maximum_length INTEGER, character_octet_length INTEGER, numeric_precision INTEGER,
+    numeric_precision_radix INTEGER, numeric_scale INTEGER, datetime_precision INTEGER,
+    udt_catalog TEXT, udt_schema TEXT, udt_name TEXT, is_generated TEXT, generation_expression TEXT,
+    is_identity TEXT, is_updatable TEXT);
 CREATE TABLE pg_catalog.pg_sequence(
     seqrelid INTEGER, seqtypid INTEGER, seqstart INTEGER, seqincrement INTEGER, seqmax INTEGER,
     seqmin INTEGER, seqcache INTEGER, seqcycle INTEGER);
@@ -151,7 +163,7 @@ pub(crate) fn answer(
 
 fn open() -> rusqlite::Result<rusqlite::Connection> {
     let db = rusqlite::Connection::open_in_memory()?;
-    db.execute_batch("ATTACH ':memory:' AS pg_catalog;")?;
+    db.execute_batch("ATTACH ':memory:' AS pg_catalog; ATTACH ':memory:' AS information_schema;")?;
     db.execute_batch(SCHEMA)?;
     let mut stmt = db.prepare(
         "INSERT INTO pg_catalog.pg_type VALUES (?1, ?2, ?3, 'b', ?4, ',', 0, -1, 0, NULL, ?5, ?6, 0, 0)",
@@ -236,8 +248,10 @@ fn functions(db: &rusqlite::Connection) -> rusqlite::Result<()> {
 fn fill(db: &rusqlite::Connection, main: &rusqlite::Connection) -> rusqlite::Result<()> {
     db.execute_batch(
         "DELETE FROM pg_catalog.pg_class; DELETE FROM pg_catalog.pg_attribute;
-         DELETE FROM pg_catalog.pg_attrdef;",
+         DELETE FROM pg_catalog.pg_attrdef; DELETE FROM information_schema.tables;
+         DELETE FROM information_schema.columns;",
     )?;
+    let database = crate::pg_catalog::database_name(main);
     let mut objects = main.prepare(
         "SELECT rowid, name, type, tbl_name FROM sqlite_schema \
          WHERE type IN ('table', 'view', 'index') \
@@ -257,6 +271,14 @@ fn fill(db: &rusqlite::Connection, main: &rusqlite::Connection) -> rusqlite::Res
     )?;
     let mut attr = db.prepare(
         "INSERT INTO pg_catalog.pg_attribute VALUES (?1, ?2, ?3, -1, ?4, ?5, ?6, 0, '', ?7, ?8, 0, ?9)",
+    )?;
+    let mut table = db.prepare(
+        "INSERT INTO information_schema.tables VALUES \
+         (?1, 'public', ?2, ?3, NULL, NULL, NULL, NULL, NULL, ?4, 'NO', NULL)",
+    )?;
+    let mut column = db.prepare(
+        "INSERT INTO information_schema.columns VALUES (?1, 'public', ?2, ?3, ?4, ?5, ?6, ?7, \
+         NULL, NULL, NULL, NULL, NULL, NULL, ?1, 'pg_catalog', ?8, ?9, NULL, 'NO', ?10)",
     )?;
     let mut def =
         db.prepare("INSERT INTO pg_catalog.pg_attrdef(adrelid, adnum, adbin) VALUES (?1, ?2, ?3)")?;
@@ -302,6 +324,15 @@ fn fill(db: &rusqlite::Connection, main: &rusqlite::Connection) -> rusqlite::Res
             indexed.contains(name.as_str()) as i64,
             visible.len() as i64
         ])?;
+        if relkind != "i" {
+            let view = relkind == "v";
+            table.execute(rusqlite::params![
+                database,
+                name,
+                if view { "VIEW" } else { "BASE TABLE" },
+                if view { "NO" } else { "YES" }
+            ])?;
+        }
         for (num, (col, decl, notnull, dflt, hidden)) in visible.into_iter().enumerate() {
             let num = num as i64 + 1;
             let ty = ColType::of_decl(
@@ -327,6 +358,30 @@ fn fill(db: &rusqlite::Connection, main: &rusqlite::Connection) -> rusqlite::Res
             if let Some(d) = dflt {
                 def.execute(rusqlite::params![oid, num, d])?;
             }
+            let (udt, data_type) = TYPES
+                .iter()
+                .find(|t| t.0 == ty)
+                .map_or(("text", "text"), |t| (t.1, t.3));
+            column.execute(rusqlite::params![
+                database,
+                name,
+                col,
+                num,
+                dflt,
+                if *notnull { "NO" } else { "YES" },
+                data_type,
+                udt,
+                if generated.is_empty() {
+                    "NEVER"
+                } else {
+                    "ALWAYS"
+                },
+                if relkind == "v" || !generated.is_empty() {
+                    "NO"
+                } else {
+                    "YES"
+                }
+            ])?;
         }
     }
     Ok(())
