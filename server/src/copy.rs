@@ -60,6 +60,14 @@ fn unsupported(what: impl std::fmt::Display) -> ErrorInfo {
     error("0A000", format!("{what} is not supported by pleroma serve"))
 }
 
+/// `25P02`, as any statement but ROLLBACK gets in a failed transaction.
+fn aborted() -> ErrorInfo {
+    error(
+        "25P02",
+        "current transaction is aborted, commands ignored until end of transaction block",
+    )
+}
+
 /// `22P04` (bad_copy_file_format).
 fn bad_format(message: impl Into<String>) -> ErrorInfo {
     error("22P04", message)
@@ -861,6 +869,9 @@ pub(crate) fn copy_to(
     cmd: &Command,
     status: TransactionStatus,
 ) -> Result<Out, ErrorInfo> {
+    if status == TransactionStatus::Error {
+        return Err(aborted());
+    }
     let sql = match &cmd.source {
         Source::Table { name, columns } => {
             let cols = table_columns(e, name, columns.as_deref())?;
@@ -1407,10 +1418,7 @@ pub(crate) fn copy_from(
     status: TransactionStatus,
 ) -> Result<Inbound, ErrorInfo> {
     if status == TransactionStatus::Error {
-        return Err(error(
-            "25P02",
-            "current transaction is aborted, commands ignored until end of transaction block",
-        ));
+        return Err(aborted());
     }
     let Source::Table { name, columns } = cmd.source else {
         return Err(error("42601", "syntax error at or near \"FROM\""));

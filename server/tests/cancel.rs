@@ -115,6 +115,28 @@ async fn tokio_postgres_cancel_ends_the_running_statement_and_the_session_goes_o
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_ends_a_copy_out_of_a_running_query() {
+    let f = common::fixture();
+    let server = common::serve(&f.db);
+    let client = connect(server.addr().port()).await;
+    let token = client.cancel_token();
+    let copy = format!("COPY ({ENDLESS}) TO STDOUT");
+    let running = client.copy_out(&copy);
+    tokio::pin!(running);
+    let err = loop {
+        tokio::select! {
+            r = &mut running => break r.err().expect("the copy was cancelled"),
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {
+                token.cancel_query(NoTls).await.unwrap();
+            }
+        }
+    };
+    assert_eq!(err.code(), Some(&SqlState::QUERY_CANCELED), "{err:?}");
+    let q = "SELECT COUNT(*) FROM invoices";
+    assert_eq!(rows(&client, q).await, sqlite(&f.db, q));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_inside_a_transaction_aborts_it_like_any_error() {
     let f = common::fixture();
     let server = common::serve(&f.db);

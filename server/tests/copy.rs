@@ -6,12 +6,18 @@
 
 mod common;
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use common::{require, sqlite, Cell};
 use futures::{SinkExt, StreamExt};
+use pgwire::messages::copy::CopyData;
+use pgwire::messages::simplequery::Query;
+use pgwire::messages::startup::Startup;
+use pgwire::messages::Message;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
@@ -705,4 +711,70 @@ async fn copy_forms_that_are_not_supported_are_declined_by_name() {
         .unwrap_err();
     assert_eq!(copy.code(), select.code());
     assert_eq!(copy.code(), Some(&SqlState::DATATYPE_MISMATCH));
+}
+
+fn send(s: &mut TcpStream, m: &impl Message) {
+    let mut buf = BytesMut::new();
+    m.encode(&mut buf).unwrap();
+    s.write_all(&buf).unwrap();
+}
+
+/// The backend's messages up to and with the first of type `until`.
+fn read_until(s: &mut TcpStream, until: u8) -> Vec<(u8, Vec<u8>)> {
+    let mut out = Vec::new();
+    loop {
+        let mut head = [0u8; 5];
+        s.read_exact(&mut head).unwrap();
+        let len = i32::from_be_bytes(head[1..5].try_into().unwrap()) as usize;
+        let mut body = vec![0u8; len - 4];
+        s.read_exact(&mut body).unwrap();
+        out.push((head[0], body));
+        if head[0] == until {
+            return out;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_the_client_leaves_unfinished_is_rolled_back() {
+    let f = common::fixture();
+    let server = common::serve(&f.db);
+    let port = server.addr().port();
+    let count = "SELECT COUNT(*), SUM(amount_cents) FROM invoices";
+    let before = sqlite(&f.db, count);
+    // Byte by byte (pgwire's messages): a Query in the middle of COPY FROM.
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut startup = Startup::new();
+    startup.parameters.insert("user".into(), "t".into());
+    startup
+        .parameters
+        .insert("database".into(), "ledger".into());
+    send(&mut s, &startup);
+    read_until(&mut s, b'Z');
+    send(
+        &mut s,
+        &Query::new("COPY invoices(region, status, month, amount_cents) FROM STDIN".into()),
+    );
+    read_until(&mut s, b'G');
+    send(
+        &mut s,
+        &CopyData::new(Bytes::from_static(b"north\tpaid\t202401\t1\n")),
+    );
+    send(&mut s, &Query::new("SELECT 1".into()));
+    let msgs = read_until(&mut s, b'Z');
+    assert!(msgs.iter().any(|m| m.0 == b'E'), "{msgs:?}");
+    // The next statement finds the COPY rolled back, and other sessions
+    // can write (the turn to write was given back).
+    send(&mut s, &Query::new(count.into()));
+    let msgs = read_until(&mut s, b'Z');
+    assert!(msgs.iter().all(|m| m.0 != b'E'), "{msgs:?}");
+    assert_eq!(sqlite(&f.db, count), before);
+    let other = connect(port).await;
+    other
+        .batch_execute(
+            "INSERT INTO invoices(region, status, month, amount_cents) VALUES ('east', 'paid', 202401, 2)",
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows(&other, count).await, sqlite(&f.db, count));
 }
