@@ -24,6 +24,7 @@ macro_rules! log {
 mod cancel;
 mod catalog_db;
 mod copy;
+mod cursor;
 mod handler;
 mod pg_catalog;
 mod session;

@@ -21,6 +21,7 @@ use pgwire::messages::data::DataRow;
 use pgwire::messages::response::TransactionStatus;
 use pleroma::{Connection, Value};
 
+use crate::cursor::{self, Cursor, Cursors};
 use crate::pg_catalog;
 use crate::settings::{self, Answer, Settings};
 use crate::sqlstate::{error, fatal, from_router};
@@ -155,6 +156,8 @@ pub(crate) struct Engine {
     /// Held from the session's first write until it is out of its
     /// transaction.
     pub(crate) turn: Option<Turn>,
+    /// The session's open cursors (`cursor.rs`).
+    cursors: Cursors,
 }
 
 impl Engine {
@@ -164,6 +167,7 @@ impl Engine {
             settings: Settings::new(startup),
             writers,
             turn: None,
+            cursors: Cursors::default(),
         }
     }
 
@@ -269,6 +273,12 @@ impl Engine {
             let tag = if is_commit { "COMMIT" } else { "ROLLBACK" };
             return Ok(done(tag, None, TxnMove::End));
         }
+        if !self.in_transaction() {
+            self.cursors.transaction_ended();
+        }
+        if let Some(cmd) = cursor::parse(sql) {
+            return self.cursor(cmd?, params, format);
+        }
         let mut sql = sql;
         if w(0) == "START" && w(1) == "TRANSACTION" || w(0) == "BEGIN" && is_pg_txn_mode(w(1)) {
             if words.iter().any(|x| x == "ONLY") {
@@ -364,6 +374,72 @@ impl Engine {
         rows_outcome(&rows.columns, &rows.rows, &types, format, command)
     }
 
+    /// DECLARE, FETCH, MOVE or CLOSE of a cursor.
+    fn cursor(
+        &mut self,
+        cmd: cursor::Command<'_>,
+        params: &[Value],
+        format: &Format,
+    ) -> Result<Outcome, ErrorInfo> {
+        let missing = |name: &str| error("34000", format!("cursor \"{name}\" does not exist"));
+        match cmd {
+            cursor::Command::Declare { name, hold, query } => {
+                if !hold && !self.in_transaction() {
+                    return Err(error(
+                        "25P01",
+                        "DECLARE CURSOR can only be used in transaction blocks",
+                    ));
+                }
+                if self.cursors.0.contains_key(&name) {
+                    return Err(error("42P03", format!("cursor \"{name}\" already exists")));
+                }
+                let translated = translate::to_sqlite(query)?;
+                let sql = wire::numbered_placeholders(&translated);
+                let read_only = self
+                    .conn
+                    .sqlite()
+                    .prepare_cached(&sql)
+                    .map_err(|e| from_router(&pleroma::Error::Sqlite(e)))?
+                    .readonly();
+                if !read_only {
+                    return Err(error(
+                        "42601",
+                        "a cursor's query must be a SELECT or VALUES statement",
+                    ));
+                }
+                let rows = self.conn.query(&sql, params).map_err(|e| from_router(&e))?;
+                let sums = exact_sum_columns(&sql, rows.columns.len());
+                let types = (0..rows.columns.len())
+                    .map(|c| ColType::of_values(rows.rows.iter().map(|r| &r[c]), sums[c]))
+                    .collect();
+                let cursor = Cursor::new(rows.columns.to_vec(), types, rows.rows.to_vec(), hold);
+                self.cursors.0.insert(name, cursor);
+                Ok(done("DECLARE CURSOR", None, TxnMove::Stay))
+            }
+            cursor::Command::Fetch { name, count, rows } => {
+                let c = self
+                    .cursors
+                    .0
+                    .get_mut(&name)
+                    .ok_or_else(|| missing(&name))?;
+                let range = c.take(count);
+                if rows {
+                    rows_outcome(&c.columns, &c.rows[range], &c.types, format, "FETCH")
+                } else {
+                    Ok(done("MOVE", Some(range.len()), TxnMove::Stay))
+                }
+            }
+            cursor::Command::Close(Some(name)) => {
+                self.cursors.0.remove(&name).ok_or_else(|| missing(&name))?;
+                Ok(done("CLOSE CURSOR", None, TxnMove::Stay))
+            }
+            cursor::Command::Close(None) => {
+                self.cursors.0.clear();
+                Ok(done("CLOSE CURSOR", None, TxnMove::Stay))
+            }
+        }
+    }
+
     /// The parameters and columns of a statement, without running it, for
     /// Describe Statement: column types come from SQLite's declared types.
     pub(crate) fn describe(&mut self, sql: &str) -> Result<Described, ErrorInfo> {
@@ -380,9 +456,24 @@ impl Engine {
             };
             return Ok(Described { params: 0, columns });
         }
+        if matches!(w0, "FETCH" | "MOVE") {
+            return Err(error(
+                "0A000",
+                "pleroma serve cannot describe FETCH before it runs: send it with the simple \
+                 protocol or an unnamed statement",
+            ));
+        }
         if matches!(
             w0,
-            "BEGIN" | "START" | "COMMIT" | "END" | "ROLLBACK" | "SAVEPOINT" | "RELEASE"
+            "BEGIN"
+                | "START"
+                | "COMMIT"
+                | "END"
+                | "ROLLBACK"
+                | "SAVEPOINT"
+                | "RELEASE"
+                | "DECLARE"
+                | "CLOSE"
         ) || words.is_empty()
         {
             return Ok(Described {

@@ -35,7 +35,8 @@ use pleroma::tokenize::{self, Kind};
 use crate::sqlstate::error;
 
 /// Words that start a form this module rewrites (compared without case).
-const TRIGGERS: [&str; 8] = [
+const TRIGGERS: [&str; 9] = [
+    "public",
     "serial",
     "ilike",
     "date_trunc",
@@ -252,6 +253,15 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
             };
             out.push(Piece::unit(cast));
             i = end;
+            continue;
+        }
+        // `public.t`: PostgreSQL's default schema is SQLite's `main`.
+        if (t.is("public") || t.kind == Kind::Quoted && t.text == "\"public\"")
+            && next_code(toks, i).is_some_and(|d| toks[d].is_punct("."))
+            && !last_code(&out).is_some_and(|p| p.is_punct("."))
+        {
+            out.push(Piece::unit("main".into()));
+            i += 1;
             continue;
         }
         // `pg_catalog.version()`: the session's own function, unqualified
@@ -1291,8 +1301,13 @@ mod tests {
         assert!(refused("SELECT 1.5::bool").contains("cannot cast type numeric to boolean"));
         assert!(refused("SELECT 40000.0::int2").contains("smallint out of range"));
         // Known to the emulated catalog only: its cast function fails elsewhere.
-        assert_eq!(tr("SELECT x::regclass"), "SELECT pleroma_pg_cast(x, 'regclass')");
-        assert!(pg_cast(ValueRef::Text(b"t"), "regclass").unwrap_err().contains("::regclass"));
+        assert_eq!(
+            tr("SELECT x::regclass"),
+            "SELECT pleroma_pg_cast(x, 'regclass')"
+        );
+        assert!(pg_cast(ValueRef::Text(b"t"), "regclass")
+            .unwrap_err()
+            .contains("::regclass"));
         assert!(refused("SELECT x::jsonb").contains("::jsonb"));
         assert!(refused("SELECT x::varchar(3)").contains("type modifier"));
         assert!(refused("SELECT x::timestamptz").contains("::timestamptz"));
