@@ -695,6 +695,29 @@ async fn copy_forms_that_are_not_supported_are_declined_by_name() {
         assert_eq!(db.code().code(), code, "{sql}: {}", db.message());
         assert!(db.message().contains(says), "{sql}: {}", db.message());
     }
+    // The extended protocol (tokio-postgres' copy_out and copy_in) gets
+    // the same errors, and the session goes on.
+    let err = client
+        .copy_out("COPY invoices TO STDOUT (FORMAT binary)")
+        .await
+        .err()
+        .expect("binary is declined");
+    assert_eq!(
+        err.code(),
+        Some(&SqlState::FEATURE_NOT_SUPPORTED),
+        "{err:?}"
+    );
+    // On a connection of its own: a copy_in refused before copy mode makes
+    // tokio-postgres send a second Sync, whose ReadyForQuery (PostgreSQL
+    // sends one too) it then takes for the next request's
+    // (rust-postgres/rust-postgres#1337).
+    let other = connect(server.addr().port()).await;
+    let err = other
+        .copy_in::<_, Bytes>("COPY nope FROM STDIN")
+        .await
+        .err()
+        .expect("no such table");
+    assert_eq!(err.code(), Some(&SqlState::UNDEFINED_TABLE), "{err:?}");
     // Nothing ran: the INSERT inside the declined COPY did not.
     assert_eq!(sqlite(&f.db, "SELECT k, v FROM mixed ORDER BY k"), mixed);
     assert_eq!(
