@@ -169,6 +169,20 @@ fn attach_inside_a_transaction_is_refused() {
     assert!(e.contains("inside a transaction"), "{e}");
 }
 
+/// Litestream's own tables are left out of the persisted state's schema
+/// fingerprint, so no plane may stand on one.
+#[test]
+fn a_plane_on_litestreams_tables_is_refused() {
+    let mut c = pleroma::Connection::open_in_memory().unwrap();
+    c.execute_batch("CREATE TABLE _litestream_seq(id INTEGER PRIMARY KEY, seq INTEGER);")
+        .unwrap();
+    let e = c
+        .execute("PRAGMA pleroma_attach('_litestream_seq', 'seq')", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("a table of Litestream's"), "{e}");
+}
+
 /// Found from outside: a user table holding a name Pleroma's persisted
 /// state needs made the file unopenable after an attach (`pleroma_state`),
 /// or failed every later INSERT (`pleroma_guard_t`). The attach is refused

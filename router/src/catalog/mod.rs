@@ -236,6 +236,15 @@ pub(crate) fn validate_def(
     {
         return Err(format!("pleroma_attach: cannot attach a plane to {name}"));
     }
+    // Litestream's tables, which the persisted state's schema fingerprint
+    // leaves out (`persist::schema_hash`): a plane on one would not see its
+    // table re-created from outside.
+    if name.eq_ignore_ascii_case("_litestream_seq") || name.eq_ignore_ascii_case("_litestream_lock")
+    {
+        return Err(format!(
+            "pleroma_attach: cannot attach a plane to {name}, a table of Litestream's"
+        ));
+    }
     let cols = table_columns(db, &name).map_err(sql_err)?;
     if cols.iter().any(|c| c.hidden == 2 || c.hidden == 3) {
         return Err(format!(
