@@ -423,6 +423,37 @@ fn psql_copies_csv_and_text_in_and_the_planes_stay_exact() {
 }
 
 #[test]
+fn a_script_in_pg_dumps_form_copies_its_inline_data() {
+    let f = common::fixture();
+    let server = common::serve(&f.db);
+    let port = server.addr().port();
+    // What pg_dump writes for a table's rows: COPY … FROM stdin, the rows
+    // in the text format, `\.`, and the script goes on.
+    let script = f.dir.path().join("dump.sql");
+    std::fs::write(
+        &script,
+        "CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT);\n\
+         COPY public.notes (id, body) FROM stdin;\n\
+         1\tfirst\\nline\n\
+         2\t\\N\n\
+         3\ttab\\there\n\
+         \\.\n\
+         SELECT COUNT(*) FROM notes;\n",
+    )
+    .unwrap();
+    let out = psql_ok(port, &["-q", "-A", "-t", "-f", path(&script)]);
+    assert_eq!(out, "3\n");
+    assert_eq!(
+        sqlite(&f.db, "SELECT id, body FROM notes ORDER BY id"),
+        [
+            vec![Cell::Num(1.0), Cell::Text("first\nline".into())],
+            vec![Cell::Num(2.0), Cell::Null],
+            vec![Cell::Num(3.0), Cell::Text("tab\there".into())],
+        ]
+    );
+}
+
+#[test]
 fn a_bad_row_rolls_the_whole_copy_back_and_names_its_line() {
     let f = common::fixture();
     let server = common::serve(&f.db);
