@@ -18,12 +18,15 @@
 //! `sqlite3_interrupt` is not used: it is lost when it falls between two of
 //! the statements the router runs for one of the client's.)
 
+use std::future::Future;
+use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 
 use futures::future::{select, Either};
 use pgwire::api::{ClientInfo, ConnectionGuard, ConnectionHandle, ConnectionManager};
-use pgwire::error::ErrorInfo;
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 
 use crate::session::{Engine, Worker};
 
@@ -107,14 +110,31 @@ impl Registration {
 }
 
 /// Runs `f` on the session's thread; a cancel request for this session
-/// that arrives meanwhile interrupts it.
-pub(crate) async fn run<R: Send + 'static>(
+/// that arrives meanwhile interrupts it. The session listens from before
+/// its thread is there (`worker`, which opens the connection at the first
+/// statement): a cancel that arrives while it opens ends the statement as
+/// soon as it runs.
+pub(crate) async fn run<'w, R: Send + 'static>(
     registration: &Registration,
-    worker: &Worker,
+    worker: impl Future<Output = PgWireResult<&'w Worker>>,
     f: impl FnOnce(&mut Engine) -> R + Send + 'static,
-) -> Result<R, ErrorInfo> {
-    let cancelled = registration.handle.start_query().await;
-    let job = Box::pin(worker.run(f));
+) -> PgWireResult<R> {
+    let mut cancelled = registration.handle.start_query().await;
+    let worker = pin!(worker);
+    let (worker, early) = match select(worker, &mut cancelled).await {
+        Either::Left((w, _)) => (w?, false),
+        Either::Right((fired, w)) => (w.await?, fired.is_ok()),
+    };
+    let mut job = Box::pin(worker.run(f));
+    if early {
+        // Its first poll hands the job to the session thread; then it is
+        // the job to cancel.
+        if let Poll::Ready(r) = futures::poll!(&mut job) {
+            return r.map_err(user_error);
+        }
+        worker.cancel();
+        return job.await.map_err(user_error);
+    }
     match select(job, cancelled).await {
         Either::Left((r, _)) => r,
         Either::Right((fired, job)) => {
@@ -124,6 +144,11 @@ pub(crate) async fn run<R: Send + 'static>(
             job.await
         }
     }
+    .map_err(user_error)
+}
+
+fn user_error(e: ErrorInfo) -> PgWireError {
+    PgWireError::UserError(Box::new(e))
 }
 
 /// The message PostgreSQL sends for a cancelled statement.

@@ -214,19 +214,17 @@ impl Session {
         client: &C,
         f: impl FnOnce(&mut Engine) -> R + Send + 'static,
     ) -> PgWireResult<R> {
-        let worker = self.worker(client).await?;
         let registration = self
             .registration
             .get_or_init(|| Registration::new(&self.cancels, client));
         let stale = self.copy_in.take();
-        cancel::run(registration, worker, move |e| {
+        cancel::run(registration, self.worker(client), move |e| {
             if let Some(copy) = stale {
                 copy.abort(e);
             }
             f(e)
         })
         .await
-        .map_err(user_error)
     }
 
     async fn worker<C: ClientInfo>(&self, client: &C) -> PgWireResult<&Worker> {
