@@ -424,7 +424,7 @@ async fn round_trip(
         }
     }
     out.seconds = start.elapsed().as_secs_f64();
-    out.first = v[0];
+    out.first = v.first().copied().unwrap_or(f64::NAN);
     out.ms[kind.index()] = v;
     Ok(out)
 }
