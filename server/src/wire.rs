@@ -219,23 +219,41 @@ fn storage_class(v: &Value) -> &'static str {
     }
 }
 
-/// PostgreSQL's text for a float8: the shortest text that reads back as the
-/// same double (what PostgreSQL 12+ sends with its default
-/// `extra_float_digits = 1`).
+/// PostgreSQL's text for a float8: the shortest digits that read back as
+/// the same double (what PostgreSQL 12+ sends with its default
+/// `extra_float_digits = 1`), written as its `float8out` writes them:
+/// plainly when the decimal exponent is from -4 to 14 (`100`, `0.0001`,
+/// `123456789012345.6`), else as `1e+15`, `1e-05`, `1.5e-07` (a sign and
+/// at least two digits in the exponent).
 pub(crate) fn float_text(x: f64) -> String {
     if x.is_nan() {
-        "NaN".into()
+        return "NaN".into();
     } else if x == f64::INFINITY {
-        "Infinity".into()
+        return "Infinity".into();
     } else if x == f64::NEG_INFINITY {
-        "-Infinity".into()
+        return "-Infinity".into();
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits: `-1.5e-7`.
+    let sci = format!("{x:e}");
+    let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
+    let exp: i32 = exp.parse().expect("{:e}'s exponent is an integer");
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => ("-", m),
+        None => ("", mantissa),
+    };
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    if !(-4..15).contains(&exp) {
+        let e_sign = if exp < 0 { '-' } else { '+' };
+        return format!("{sign}{mantissa}e{e_sign}{:02}", exp.abs());
+    }
+    if exp < 0 {
+        return format!("{sign}0.{}{digits}", "0".repeat((-exp - 1) as usize));
+    }
+    let point = exp as usize + 1;
+    if digits.len() <= point {
+        format!("{sign}{digits}{}", "0".repeat(point - digits.len()))
     } else {
-        // Shortest round trip; PostgreSQL writes a whole number without ".0".
-        let s = format!("{x:?}");
-        match s.strip_suffix(".0") {
-            Some(whole) => whole.to_owned(),
-            None => s,
-        }
+        format!("{sign}{}.{}", &digits[..point], &digits[point..])
     }
 }
 
@@ -418,6 +436,34 @@ pub(crate) fn numbered_placeholders(sql: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn floats_are_written_as_postgresql_writes_them() {
+        // PostgreSQL 15's float8out, read off `SELECT x::float8`.
+        for (x, pg) in [
+            (1e300, "1e+300"),
+            (1e-7, "1e-07"),
+            (1.5e-7, "1.5e-07"),
+            (123456789012345678.0, "1.2345678901234568e+17"),
+            (1e15, "1e+15"),
+            (1e16, "1e+16"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1e21, "1e+21"),
+            (-3.5e-10, "-3.5e-10"),
+            (100.0, "100"),
+            (2.5, "2.5"),
+            (1e14, "100000000000000"),
+            (123456789012345.6, "123456789012345.6"),
+            (1234567890123456.7, "1.2345678901234568e+15"),
+            (-0.25, "-0.25"),
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (f64::NEG_INFINITY, "-Infinity"),
+        ] {
+            assert_eq!(float_text(x), pg, "{x:?}");
+        }
+    }
 
     #[test]
     fn placeholders_outside_literals_become_numbered() {

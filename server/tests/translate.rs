@@ -201,8 +201,14 @@ async fn what_is_not_translated_or_not_convertible_is_postgresqls_error() {
             "invalid input syntax for type boolean",
         ),
         ("SELECT '2023-02-29'::date", "22008", "out of range"),
+        // A decimal literal is numeric to PostgreSQL; a REAL is float8.
         (
             "SELECT 1.5::bool",
+            "42846",
+            "cannot cast type numeric to boolean",
+        ),
+        (
+            "SELECT CAST(1.5 AS REAL)::bool",
             "42846",
             "cannot cast type double precision to boolean",
         ),
