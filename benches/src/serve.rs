@@ -959,3 +959,34 @@ fn print_markdown(
         verdict(slices >= pg_ones)
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::numeric;
+
+    fn raw(ndigits: i16, weight: i16, sign: u16, digits: &[i16]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for w in [ndigits, weight, sign as i16, 0] {
+            v.extend_from_slice(&w.to_be_bytes());
+        }
+        for d in digits {
+            v.extend_from_slice(&d.to_be_bytes());
+        }
+        v
+    }
+
+    #[test]
+    fn integral_numerics() {
+        // 4,166,471,946 = 41 6647 1946 in base 10000.
+        assert_eq!(
+            numeric(&raw(3, 2, 0, &[41, 6647, 1946])).unwrap(),
+            4_166_471_946
+        );
+        assert_eq!(numeric(&raw(1, 1, 0x4000, &[12])).unwrap(), -120_000);
+        assert_eq!(numeric(&raw(0, 0, 0, &[])).unwrap(), 0);
+        // 1.5: a fraction is not an integer.
+        assert!(numeric(&raw(2, 0, 0, &[1, 5000])).is_err());
+        assert!(numeric(&raw(0, 0, 0xC000, &[])).is_err());
+        assert!(numeric(&[0, 1]).is_err());
+    }
+}
