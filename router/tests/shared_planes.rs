@@ -88,6 +88,43 @@ fn a_commit_on_one_connection_is_taken_over_by_another_without_a_rebuild() {
     assert_eq!(rebuilds(&mut b), 0);
 }
 
+/// A write transaction begun IMMEDIATE (as `pleroma serve`'s sessions and
+/// web apps begin theirs) after another connection's commit follows that
+/// commit at its BEGIN, under the write lock, and its COMMIT rebuilds
+/// nothing. Its ROLLBACK goes back to the followed state.
+#[test]
+fn a_transaction_begun_immediate_after_anothers_commit_does_not_rebuild() {
+    let (_dir, path) = setup();
+    let mut a = open(&path);
+    let mut b = open(&path);
+    check(&mut a);
+    check(&mut b);
+    for i in 0..10 {
+        a.execute("INSERT INTO t(g, m) VALUES ('a', ?1)", &[int(i)])
+            .unwrap();
+        let (begin, end) = match i % 3 {
+            0 => ("BEGIN IMMEDIATE", "COMMIT"),
+            1 => ("BEGIN EXCLUSIVE", "COMMIT"),
+            _ => ("BEGIN IMMEDIATE", "ROLLBACK"),
+        };
+        b.execute_batch(begin).unwrap();
+        b.execute("INSERT INTO t(g, m) VALUES ('b', ?1)", &[int(100 + i)])
+            .unwrap();
+        check(&mut b);
+        b.execute("UPDATE t SET m = m + 1 WHERE g = 'a'", &[])
+            .unwrap();
+        check(&mut b);
+        b.execute_batch(end).unwrap();
+        check(&mut b);
+        check(&mut a);
+    }
+    assert_eq!(rebuilds(&mut a) + rebuilds(&mut b), 0);
+    // A new connection opens the persisted state and agrees.
+    let mut c = open(&path);
+    check(&mut c);
+    assert_eq!(rebuilds(&mut c), 0);
+}
+
 #[test]
 fn uncommitted_and_rolled_back_writes_stay_on_their_connection() {
     let (_dir, path) = setup();
