@@ -36,6 +36,10 @@ fi
 # the benchmark installs Debian's postgresql when it is missing and starts a
 # private server): every answer of both checked against SQLite.
 "$bin" bench serve --rows 2000 --clients 4 --seconds 1 --calls 100 --json "$out/serve.json" > "$out/serve.md"
+# Shards under a PostgreSQL coordinator (issue 24): postgres_fdw pushes the
+# grouped query down to each shard's plane; every answer checked against
+# SQLite. 200,000 rows: below that PostgreSQL keeps a filtered aggregate local.
+"$bin" bench shards --rows 200000 --json "$out/shards.json" > "$out/shards.md"
 "$bin" bench speedtest --rows 600 --json "$out/speedtest.json" > "$out/speedtest.md"
 # The Python package's side-by-side run (issue 23), with the package
 # scripts/test.sh installed into its own environment: every arm's rows

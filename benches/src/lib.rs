@@ -37,6 +37,7 @@ pub mod readers;
 pub mod replicas;
 pub mod residue;
 pub mod serve;
+pub mod shards;
 pub mod speedtest;
 pub mod svg;
 pub mod tenants;
@@ -80,6 +81,8 @@ enum Cmd {
     Open(RunArgs),
     /// Litestream replicas: a restored copy's open time against how many deltas it is behind its checkpoint (default 1,000,000 rows; needs `litestream`).
     Replicas(RunArgs),
+    /// Two shards under a PostgreSQL coordinator (postgres_fdw): the grouped query pushed down to each shard's plane, against one PostgreSQL table (default 1,000,000 rows; installs `postgresql` when missing).
+    Shards(RunArgs),
     /// The regression gate: cells of NEW worse than OLD by >25 % (or OLD's spread) in both loops.
     Compare { old: PathBuf, new: PathBuf },
     /// Print the tables of a saved JSON result again (and redraw its chart).
@@ -230,6 +233,7 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
         Cmd::Open(a) => ("open", a),
         Cmd::Writers(a) => ("writers", a),
         Cmd::Replicas(a) => ("replicas", a),
+        Cmd::Shards(a) => ("shards", a),
     };
     let mut arms = Vec::new();
     for s in a.arms.split(',').filter(|s| !s.trim().is_empty()) {
@@ -269,6 +273,7 @@ pub fn run_cli(args: Vec<String>) -> Result<()> {
         "open" => open::run(a.rows.unwrap_or(1_000_000), &opts)?,
         "writers" => writers::run(a.rows.unwrap_or(300_000), a.seconds, &opts)?,
         "replicas" => replicas::run(a.rows.unwrap_or(1_000_000), a.litestream.as_deref(), &opts)?,
+        "shards" => shards::run(a.rows.unwrap_or(1_000_000), &opts)?,
         _ => speedtest::run(a.rows.unwrap_or(30_000), &opts)?,
     };
     let r = &out.report;
