@@ -104,7 +104,13 @@ fn from_message(m: &str) -> &'static str {
         "22003"
     } else if has("cannot cast type") {
         "42846"
-    } else if has("pleroma serve does not translate") || has("pleroma serve translates") {
+    } else if has("timestamp out of range") {
+        "22008"
+    } else if has("pleroma serve does not translate")
+        || has("pleroma serve translates")
+        || has("pleroma serve cannot tell")
+        || has("pleroma serve adds an interval")
+    {
         "0A000"
     } else {
         "XX000"

@@ -35,9 +35,14 @@ use pleroma::tokenize::{self, Kind};
 use crate::sqlstate::error;
 
 /// Words that start a form this module rewrites (compared without case).
-const TRIGGERS: [&str; 9] = [
+const TRIGGERS: [&str; 14] = [
     "public",
+    "current_date",
+    "current_timestamp",
     "serial",
+    "bigserial",
+    "smallserial",
+    "any",
     "ilike",
     "date_trunc",
     "extract",
@@ -65,6 +70,11 @@ pub(crate) fn to_sqlite_catalog(sql: &str) -> Result<String, ErrorInfo> {
 /// `sql` with the PostgreSQL forms above rewritten; untouched (borrowed)
 /// when it has none.
 pub(crate) fn to_sqlite(sql: &str) -> Result<Cow<'_, str>, ErrorInfo> {
+    if has_dollar_quote(sql) {
+        return Err(not_translated(
+            "dollar-quoted strings ($$…$$, $tag$…$tag$): write the string in single quotes",
+        ));
+    }
     let lower = sql.to_ascii_lowercase();
     if !lower.contains("::") && !TRIGGERS.iter().any(|w| lower.contains(w)) {
         return Ok(Cow::Borrowed(sql));
@@ -75,6 +85,26 @@ pub(crate) fn to_sqlite(sql: &str) -> Result<Cow<'_, str>, ErrorInfo> {
     }
     let pieces = rewrite(&toks)?;
     Ok(Cow::Owned(pieces.iter().map(|p| p.text.as_str()).collect()))
+}
+
+/// Whether `sql` has a PostgreSQL dollar quote (`$$` or `$tag$`) outside
+/// SQLite's strings, quoted names and comments. SQLite would read one as a
+/// parameter named `$$x$$`, and bind it by position: a silent wrong value.
+fn has_dollar_quote(sql: &str) -> bool {
+    if !sql.contains('$') {
+        return false;
+    }
+    tokenize::code(sql).any(|t| {
+        let b = t.text.as_bytes();
+        if t.kind != Kind::Variable && t.kind != Kind::Illegal || b.first() != Some(&b'$') {
+            return false;
+        }
+        // `$$…`, or `$tag$…`: an identifier closed by a second `$`.
+        b.get(1) == Some(&b'$')
+            || b.get(1)
+                .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+                && b[1..].iter().position(|c| *c == b'$').is_some()
+    })
 }
 
 /// A token, with PostgreSQL's `::` as a token of its own (SQLite's
@@ -244,12 +274,20 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
             let operand = pop_operand(&mut out)
                 .ok_or_else(|| not_translated("a `::` cast without an operand"))?;
             let (ty, end) = cast_type(toks, i)?;
+            // The operand's PostgreSQL type where the statement shows it:
+            // a cast's (`x::float8::int`).
+            let from = ["float8", "numeric"].into_iter().find(|f| {
+                operand.starts_with("pleroma_pg_cast(") && operand.ends_with(&format!(", '{f}')"))
+            });
+            let call = match from {
+                Some(f) => format!("pleroma_pg_cast({operand}, '{ty}', '{f}')"),
+                None => format!("pleroma_pg_cast({operand}, '{ty}')"),
+            };
             let cast = match numeric_literal(&operand) {
                 // PostgreSQL reads `2.5` as numeric, SQLite as REAL: the cast
                 // of such a literal is done here, as PostgreSQL does it.
-                Some(n) => numeric_cast(&n, ty)?
-                    .unwrap_or_else(|| format!("pleroma_pg_cast({operand}, '{ty}')")),
-                None => format!("pleroma_pg_cast({operand}, '{ty}')"),
+                Some(n) => numeric_cast(&n, ty)?.unwrap_or(call),
+                None => call,
             };
             out.push(Piece::unit(cast));
             i = end;
@@ -334,15 +372,47 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
         // A column typed `SERIAL` in CREATE TABLE: SQLite's INTEGER, which
         // is the rowid when it is the primary key, numbered as SERIAL is.
         if (t.is("serial") || t.is("bigserial") || t.is("smallserial"))
-            && toks
-                .iter()
-                .find(|t| !t.is_blank())
-                .is_some_and(|f| f.is("create"))
             && column_type_position(&out)
         {
+            let first = toks.iter().find(|t| !t.is_blank());
+            let column = last_code(&out).map(|p| p.text.clone()).unwrap_or_default();
+            if !first.is_some_and(|f| f.is("create")) || !serial_is_key(toks, i, &column) {
+                return Err(not_translated(
+                    "SERIAL other than as the type of a table's one-column primary key in \
+                     CREATE TABLE (there it is SQLite's INTEGER PRIMARY KEY, the rowid)",
+                ));
+            }
             out.push(Piece::unit("INTEGER".into()));
             i += 1;
             continue;
+        }
+        // Date arithmetic other than `± INTERVAL`: PostgreSQL's `date +
+        // integer` is a date; SQLite would add numbers.
+        if (t.is_punct("+") || t.is_punct("-")) && last_code(&out).is_some_and(is_temporal) {
+            let next = next_code(toks, i);
+            if !next.is_some_and(|n| toks[n].is("interval")) {
+                let date = last_code(&out).is_some_and(|p| {
+                    p.text.eq_ignore_ascii_case("current_date") || p.text.ends_with(", 'date')")
+                });
+                let days = next
+                    .filter(|&n| toks[n].kind == Kind::Number)
+                    .and_then(|n| toks[n].text.parse::<i64>().ok());
+                match (date, days) {
+                    (true, Some(n)) => {
+                        let operand = pop_operand(&mut out).unwrap_or_default();
+                        let n = if t.is_punct("-") { -n } else { n };
+                        out.push(Piece::unit(format!("date({operand}, '{n:+} days')")));
+                        i = next.unwrap_or(i) + 1;
+                        continue;
+                    }
+                    _ => {
+                        return Err(not_translated(
+                            "date and timestamp arithmetic other than `date ± integer` and \
+                             `± INTERVAL '…'`",
+                        ))
+                    }
+                }
+            }
         }
         if t.is("ilike") {
             i = ilike(toks, i, &mut out)?;
@@ -389,6 +459,71 @@ fn any_array(toks: &[Tok], at: usize) -> Result<Option<(String, usize)>, ErrorIn
     Ok(Some((format!("({list})"), close + 1)))
 }
 
+/// Whether a piece is a date or timestamp to PostgreSQL: `CURRENT_DATE`,
+/// `CURRENT_TIMESTAMP`, or a cast, interval sum or `date_trunc` made here.
+fn is_temporal(p: &Piece) -> bool {
+    let t = &p.text;
+    if !p.unit {
+        return p.kind == Kind::Word
+            && (t.eq_ignore_ascii_case("current_date")
+                || t.eq_ignore_ascii_case("current_timestamp"));
+    }
+    t.starts_with("pleroma_pg_interval(")
+        || t.starts_with("pleroma_pg_cast(")
+            && (t.ends_with(", 'date')") || t.ends_with(", 'timestamp')"))
+        // date_trunc's forms and now()'s.
+        || t.starts_with("strftime('%Y-")
+        || t.starts_with("datetime(")
+}
+
+/// Whether the SERIAL column at `at` (named `column`) is the table's
+/// primary key: `PRIMARY KEY` in its own definition, or a table constraint
+/// `PRIMARY KEY (column)` of that one column.
+fn serial_is_key(toks: &[Tok], at: usize, column: &str) -> bool {
+    let code: Vec<&Tok> = toks[at..].iter().filter(|t| !t.is_blank()).collect();
+    let mut depth = 0i32;
+    for w in code.windows(2) {
+        if w[0].is_punct("(") {
+            depth += 1;
+        } else if w[0].is_punct(")") {
+            depth -= 1;
+            if depth < 0 {
+                break;
+            }
+        } else if depth == 0 && w[0].is_punct(",") {
+            break;
+        } else if depth == 0 && w[0].is("primary") && w[1].is("key") {
+            return true;
+        }
+    }
+    // A table constraint.
+    let all: Vec<&Tok> = toks.iter().filter(|t| !t.is_blank()).collect();
+    let name = |t: &Tok| match t.kind {
+        Kind::Word => Some(t.text.to_ascii_lowercase()),
+        Kind::Quoted => Some(
+            tokenize::code(&t.text)
+                .next()
+                .map(|t| t.value().to_ascii_lowercase())
+                .unwrap_or_default(),
+        ),
+        _ => None,
+    };
+    let column = tokenize::code(column)
+        .next()
+        .map(|t| match t.kind {
+            Kind::Quoted => t.value().to_ascii_lowercase(),
+            _ => t.text.to_ascii_lowercase(),
+        })
+        .unwrap_or_default();
+    all.windows(5).any(|w| {
+        w[0].is("primary")
+            && w[1].is("key")
+            && w[2].is_punct("(")
+            && name(w[3]).is_some_and(|n| n == column)
+            && w[4].is_punct(")")
+    })
+}
+
 /// Whether `out` ends with a column's name right after `(` or `,`: where a
 /// column definition's type stands.
 fn column_type_position(out: &[Piece]) -> bool {
@@ -400,7 +535,9 @@ fn column_type_position(out: &[Piece]) -> bool {
         .collect();
     matches!(&code[..], [name, before]
         if !name.unit && matches!(name.kind, Kind::Word | Kind::Quoted)
-            && (before.is_punct("(") || before.is_punct(",")))
+            && (before.is_punct("(") || before.is_punct(",")
+                || !before.unit && before.kind == Kind::Word
+                    && (before.text.eq_ignore_ascii_case("column") || before.text.eq_ignore_ascii_case("add"))))
 }
 
 fn last_code(out: &[Piece]) -> Option<&Piece> {
@@ -496,17 +633,21 @@ fn pop_operand(out: &mut Vec<Piece>) -> Option<String> {
 /// `1e3` is `("1", -3)`. `None` for anything else (an integer literal is an
 /// integer to both).
 fn numeric_literal(operand: &str) -> Option<(String, i64)> {
-    let mut code = tokenize::code(operand);
-    let t = code.next()?;
-    if t.kind != Kind::Number
-        || code.next().is_some()
-        || t.text.starts_with("0x")
-        || t.text.starts_with("0X")
-    {
+    // `(2.5)` is the literal too.
+    let code: Vec<_> = tokenize::code(operand).collect();
+    let inner = match &code[..] {
+        [open, t, close] if open.text == "(" && close.text == ")" => t,
+        [t] => t,
+        _ => return None,
+    };
+    let t = *inner;
+    if t.kind != Kind::Number || t.text.starts_with("0x") || t.text.starts_with("0X") {
         return None;
     }
     let text = t.text.replace('_', "").to_ascii_lowercase();
-    if !text.contains(['.', 'e']) {
+    // An integer is an integer to both, unless past 64 bits: then SQLite
+    // reads a REAL and PostgreSQL a numeric.
+    if !text.contains(['.', 'e']) && text.parse::<i64>().is_ok() {
         return None;
     }
     let (mantissa, exp) = match text.split_once('e') {
@@ -562,6 +703,18 @@ fn numeric_cast((digits, scale): &(String, i64), ty: &str) -> Result<Option<Stri
             Ok(Some(n.to_string()))
         }
         "text" => Ok(Some(format!("'{}'", decimal()))),
+        // The literal itself, where a double holds it as written; a cast
+        // of the cast (`1.50::numeric::text`) then reads it again.
+        "numeric" => {
+            let significant = digits.trim_start_matches('0').trim_end_matches('0').len();
+            if significant > 15 {
+                return Err(not_translated(format!(
+                    "numeric {}: past what a double holds exactly",
+                    decimal()
+                )));
+            }
+            Ok(Some(decimal()))
+        }
         "bool" | "date" | "timestamp" => refuse(
             "42846",
             format!("cannot cast type numeric to {}", type_name(ty)),
@@ -729,6 +882,77 @@ fn extract(inner: &[Tok]) -> Result<String, ErrorInfo> {
 /// pattern unless the statement gives its own `ESCAPE`. Returns the index to
 /// go on from.
 fn ilike(toks: &[Tok], at: usize, out: &mut Vec<Piece>) -> Result<usize, ErrorInfo> {
+    // PostgreSQL's ILIKE binds tighter than `=`, `<`, IS, IN; SQLite's
+    // LIKE binds as loose as `=`: `a = b ILIKE c` would read `(a = b) LIKE
+    // c`. Declined, to be put in parentheses.
+    let mut depth = 0i32;
+    let mut before: Vec<&Piece> = out.iter().rev().collect();
+    // The NOT of `NOT ILIKE` is this operator's own.
+    if let Some(i) = before
+        .iter()
+        .position(|p| p.unit || !matches!(p.kind, Kind::Space | Kind::Comment))
+    {
+        if !before[i].unit
+            && before[i].kind == Kind::Word
+            && before[i].text.eq_ignore_ascii_case("not")
+        {
+            before.drain(..=i);
+        }
+    }
+    for p in before {
+        if p.unit || matches!(p.kind, Kind::Space | Kind::Comment) {
+            continue;
+        }
+        if p.is_punct(")") {
+            depth += 1;
+            continue;
+        }
+        if p.is_punct("(") {
+            if depth == 0 {
+                break;
+            }
+            depth -= 1;
+            continue;
+        }
+        if depth > 0 {
+            continue;
+        }
+        let word = |w: &str| p.kind == Kind::Word && p.text.eq_ignore_ascii_case(w);
+        if [
+            "and",
+            "or",
+            "not",
+            "select",
+            "where",
+            "on",
+            "when",
+            "then",
+            "else",
+            "having",
+            "set",
+            "returning",
+            "by",
+        ]
+        .iter()
+        .any(|w| word(w))
+            || p.is_punct(",")
+            || p.kind == Kind::Semi
+        {
+            break;
+        }
+        if ["=", "==", "!=", "<>", "<", ">", "<=", ">="]
+            .iter()
+            .any(|o| p.is_punct(o))
+            || ["is", "in", "between", "like", "glob"]
+                .iter()
+                .any(|w| word(w))
+        {
+            return Err(not_translated(
+                "ILIKE on the right of a comparison (SQLite's LIKE binds as loose as `=`): \
+                 put the ILIKE in parentheses",
+            ));
+        }
+    }
     out.push(Piece {
         text: "LIKE".into(),
         kind: Kind::Word,
@@ -737,8 +961,29 @@ fn ilike(toks: &[Tok], at: usize, out: &mut Vec<Piece>) -> Result<usize, ErrorIn
     let end = pattern_end(toks, at).ok_or_else(|| {
         not_translated("ILIKE with that pattern (use a literal, a parameter or ||)")
     })?;
-    out.extend(rewrite(&toks[at + 1..end])?);
+    let pattern = rewrite(&toks[at + 1..end])?;
     let escaped = next_code(toks, end - 1).is_some_and(|k| toks[k].is("escape"));
+    // A literal pattern that ends in a lone backslash escapes nothing.
+    if let [lit] = &pattern
+        .iter()
+        .filter(|p| p.unit || !matches!(p.kind, Kind::Space | Kind::Comment))
+        .collect::<Vec<_>>()[..]
+    {
+        if !escaped && lit.kind == Kind::String && !lit.unit {
+            let v = tokenize::code(&lit.text)
+                .next()
+                .map(|t| t.value().into_owned())
+                .unwrap_or_default();
+            let trailing = v.len() - v.trim_end_matches('\\').len();
+            if trailing % 2 == 1 {
+                return Err(error(
+                    "22025",
+                    "LIKE pattern must not end with escape character",
+                ));
+            }
+        }
+    }
+    out.extend(pattern);
     if !escaped {
         out.push(Piece {
             text: " ESCAPE '\\'".into(),
@@ -848,34 +1093,24 @@ fn interval(toks: &[Tok], lit: usize, out: &mut Vec<Piece>) -> Result<(), ErrorI
             return Err(shape());
         }
     }
+    // `INTERVAL '…' DAY`: a field qualifier, which this does not read.
+    if let Some(n) = next_code(toks, lit) {
+        if ["year", "month", "day", "hour", "minute", "second"]
+            .iter()
+            .any(|w| toks[n].is(w))
+        {
+            return Err(not_translated("INTERVAL '…' with a field qualifier"));
+        }
+    }
     let spec = tokenize::code(&toks[lit].text)
         .next()
         .map(|t| t.value().into_owned())
         .unwrap_or_default();
-    let words: Vec<&str> = spec.split_whitespace().collect();
-    if words.is_empty() || words.len() % 2 != 0 {
-        return Err(not_translated(format!("INTERVAL '{spec}'")));
-    }
-    let mut modifiers = Vec::new();
-    for pair in words.chunks(2) {
-        let n: i64 = pair[0]
-            .parse()
-            .map_err(|_| not_translated(format!("INTERVAL '{spec}'")))?;
-        let (n, unit) = match pair[1].to_ascii_lowercase().trim_end_matches('s') {
-            "year" => (n, "years"),
-            "mon" | "month" => (n, "months"),
-            "week" => (n * 7, "days"),
-            "day" => (n, "days"),
-            "hour" => (n, "hours"),
-            "min" | "minute" => (n, "minutes"),
-            "sec" | "second" => (n, "seconds"),
-            _ => return Err(not_translated(format!("INTERVAL '{spec}'"))),
-        };
-        modifiers.push(format!("'{:+} {unit}'", sign * n));
-    }
+    let (months, days, micros) = interval_spec(&spec)?;
+    let (months, days, micros) = (sign * months, sign * days, sign as i128 * micros as i128);
+    let micros = i64::try_from(micros).map_err(|_| error("22015", "interval out of range"))?;
     out.push(Piece::unit(format!(
-        "datetime({operand}, {})",
-        modifiers.join(", ")
+        "pleroma_pg_interval({operand}, {months}, {days}, {micros})"
     )));
     Ok(())
 }
@@ -892,6 +1127,211 @@ pub(crate) fn version() -> String {
     )
 }
 
+/// An interval literal's months, days and microseconds, as PostgreSQL
+/// reads `'n unit [n unit …]'`: years are 12 months, weeks 7 days; hours,
+/// minutes and seconds may have a fraction (to the microsecond).
+fn interval_spec(spec: &str) -> Result<(i64, i64, i64), ErrorInfo> {
+    let syntax = || {
+        error(
+            "22007",
+            format!("invalid input syntax for type interval: \"{spec}\""),
+        )
+    };
+    let range = || error("22015", "interval out of range");
+    let words: Vec<&str> = spec.split_whitespace().collect();
+    if words.is_empty() || words.len() % 2 != 0 {
+        return Err(syntax());
+    }
+    let (mut months, mut days, mut micros) = (0i64, 0i64, 0i64);
+    let mut seen = Vec::new();
+    for pair in words.chunks(2) {
+        let unit = pair[1].to_ascii_lowercase();
+        let unit = match unit.as_str() {
+            "year" | "years" | "y" | "yr" | "yrs" => "year",
+            "mon" | "mons" | "month" | "months" => "month",
+            "week" | "weeks" | "w" => "week",
+            "day" | "days" | "d" => "day",
+            "hour" | "hours" | "h" | "hr" | "hrs" => "hour",
+            "min" | "mins" | "minute" | "minutes" | "m" => "minute",
+            "sec" | "secs" | "second" | "seconds" | "s" => "second",
+            "ms" | "msec" | "msecs" | "millisecond" | "milliseconds" => "ms",
+            "us" | "usec" | "usecs" | "microsecond" | "microseconds" => "us",
+            _ => return Err(syntax()),
+        };
+        // PostgreSQL refuses a unit twice.
+        if seen.contains(&unit) {
+            return Err(syntax());
+        }
+        seen.push(unit);
+        let n = pair[0];
+        let whole = |n: &str| -> Result<i64, ErrorInfo> {
+            let digits = n.trim_start_matches(['+', '-']);
+            if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+                return Err(syntax());
+            }
+            n.parse::<i64>().map_err(|_| range())
+        };
+        let add = |acc: i64, by: i64| acc.checked_add(by).ok_or_else(range);
+        match unit {
+            "year" => months = add(months, whole(n)?.checked_mul(12).ok_or_else(range)?)?,
+            "month" => months = add(months, whole(n)?)?,
+            "week" => days = add(days, whole(n)?.checked_mul(7).ok_or_else(range)?)?,
+            "day" => days = add(days, whole(n)?)?,
+            _ => {
+                // A decimal number of hours, minutes, seconds, ms or µs.
+                let per: i128 = match unit {
+                    "hour" => 3_600_000_000,
+                    "minute" => 60_000_000,
+                    "second" => 1_000_000,
+                    "ms" => 1_000,
+                    _ => 1,
+                };
+                let (neg, body) = match n.strip_prefix('-') {
+                    Some(b) => (true, b),
+                    None => (false, n.strip_prefix('+').unwrap_or(n)),
+                };
+                let (int, frac) = body.split_once('.').unwrap_or((body, ""));
+                if int.is_empty() && frac.is_empty()
+                    || !int.bytes().chain(frac.bytes()).all(|c| c.is_ascii_digit())
+                {
+                    return Err(syntax());
+                }
+                let scale = 10i128.pow(frac.len().min(30) as u32);
+                let num: i128 = format!("{int}{frac}").parse().map_err(|_| range())?;
+                let us = num.checked_mul(per).ok_or_else(range)?;
+                if us % scale != 0 {
+                    return Err(not_translated(format!(
+                        "INTERVAL '{spec}': a fraction of a microsecond"
+                    )));
+                }
+                let us = i64::try_from(us / scale).map_err(|_| range())?;
+                micros = add(micros, if neg { -us } else { us })?;
+            }
+        }
+    }
+    Ok((months, days, micros))
+}
+
+/// A timestamp's parts: date, time of day, microseconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Stamp {
+    y: i64,
+    m: u32,
+    d: u32,
+    /// Microseconds since midnight.
+    us: i64,
+}
+
+fn days_in_month(y: i64, m: u32) -> u32 {
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ][m as usize - 1]
+}
+
+/// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m as i64 + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + (m <= 2) as i64, m, d)
+}
+
+impl Stamp {
+    /// PostgreSQL's `timestamp + interval`: the months first (a day past
+    /// the new month's end becomes its last day), then the days, then the
+    /// time.
+    fn plus(self, months: i64, days: i64, micros: i64) -> Option<Stamp> {
+        let total = (self.y * 12 + self.m as i64 - 1).checked_add(months)?;
+        let (y, m) = (total.div_euclid(12), total.rem_euclid(12) as u32 + 1);
+        let d = self.d.min(days_in_month(y, m));
+        let day = days_from_civil(y, m, d).checked_add(days)?;
+        let us = (self.us as i128) + micros as i128;
+        const DAY: i128 = 86_400_000_000;
+        let day = day.checked_add(i64::try_from(us.div_euclid(DAY)).ok()?)?;
+        let (y, m, d) = civil_from_days(day);
+        Some(Stamp {
+            y,
+            m,
+            d,
+            us: us.rem_euclid(DAY) as i64,
+        })
+    }
+
+    /// As SQLite's date functions write it (so it compares with what they
+    /// stored): `YYYY-MM-DD HH:MM:SS`, then `.SSS` when there are
+    /// milliseconds, or six digits for microseconds.
+    fn text(self, date_only: bool) -> Result<String, String> {
+        if !(1..=9999).contains(&self.y) {
+            return Err("timestamp out of range".into());
+        }
+        let date = format!("{:04}-{:02}-{:02}", self.y, self.m, self.d);
+        if date_only {
+            return Ok(date);
+        }
+        let secs = self.us / 1_000_000;
+        let frac = self.us % 1_000_000;
+        let mut out = format!(
+            "{date} {:02}:{:02}:{:02}",
+            secs / 3600,
+            secs / 60 % 60,
+            secs % 60
+        );
+        if frac % 1000 == 0 && frac != 0 {
+            out.push_str(&format!(".{:03}", frac / 1000));
+        } else if frac != 0 {
+            out.push_str(&format!(".{frac:06}"));
+        }
+        Ok(out)
+    }
+}
+
+/// `pleroma_pg_interval(ts, months, days, micros)`: `ts + interval` as
+/// PostgreSQL computes it, over ISO-8601 text.
+fn pg_interval(v: ValueRef<'_>, months: i64, days: i64, micros: i64) -> Result<SqlValue, String> {
+    match v {
+        ValueRef::Null => Ok(SqlValue::Null),
+        ValueRef::Text(b) => {
+            let s = String::from_utf8_lossy(b);
+            let t = parse_stamp(&s, "timestamp")?;
+            t.plus(months, days, micros)
+                .ok_or_else(|| "timestamp out of range".to_owned())?
+                .text(false)
+                .map(SqlValue::Text)
+        }
+        _ => Err(format!(
+            "pleroma serve adds an interval to ISO-8601 text only, not to {}",
+            value_type(v)
+        )),
+    }
+}
+
 /// Registers, on a session's connection, `pleroma_pg_cast(value, type)`
 /// and PostgreSQL's `version()`, `current_schema()` (`public`, SQLite's
 /// one schema as the server shows it) and `current_database()` (the
@@ -905,13 +1345,26 @@ pub(crate) fn register(db: &rusqlite::Connection) -> rusqlite::Result<()> {
     db.create_scalar_function("current_database", 0, deterministic, move |_| {
         Ok(name.clone())
     })?;
+    for arity in [2, 3] {
+        db.create_scalar_function(
+            "pleroma_pg_cast",
+            arity,
+            deterministic,
+            |ctx: &mut Context<'_>| {
+                let ty: String = ctx.get(1)?;
+                let from: Option<String> = if ctx.len() > 2 { ctx.get(2)? } else { None };
+                pg_cast_from(ctx.get_raw(0), &ty, from.as_deref())
+                    .map_err(|m| SqlError::UserFunctionError(m.into()))
+            },
+        )?;
+    }
     db.create_scalar_function(
-        "pleroma_pg_cast",
-        2,
-        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        "pleroma_pg_interval",
+        4,
+        deterministic,
         |ctx: &mut Context<'_>| {
-            let ty: String = ctx.get(1)?;
-            pg_cast(ctx.get_raw(0), &ty).map_err(|m| SqlError::UserFunctionError(m.into()))
+            pg_interval(ctx.get_raw(0), ctx.get(1)?, ctx.get(2)?, ctx.get(3)?)
+                .map_err(|m| SqlError::UserFunctionError(m.into()))
         },
     )
 }
@@ -942,6 +1395,16 @@ fn value_type(v: ValueRef<'_>) -> &'static str {
 /// The cast of `v` to the PostgreSQL type `ty`, as PostgreSQL computes it,
 /// or PostgreSQL's error message.
 pub(crate) fn pg_cast(v: ValueRef<'_>, ty: &str) -> Result<SqlValue, String> {
+    pg_cast_from(v, ty, None)
+}
+
+/// As [`pg_cast`], with the PostgreSQL type of `v` when the statement
+/// shows it (`x::float8::int`: `float8`).
+pub(crate) fn pg_cast_from(
+    v: ValueRef<'_>,
+    ty: &str,
+    from: Option<&str>,
+) -> Result<SqlValue, String> {
     let cannot = || format!("cannot cast type {} to {}", value_type(v), type_name(ty));
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     let syntax = |s: &str| format!("invalid input syntax for type {}: \"{s}\"", type_name(ty));
@@ -959,8 +1422,23 @@ pub(crate) fn pg_cast(v: ValueRef<'_>, ty: &str) -> Result<SqlValue, String> {
             let n = match v {
                 ValueRef::Integer(n) => n,
                 ValueRef::Real(f) => {
-                    // float8 to an integer type rounds half to even (rint).
-                    let r = f.round_ties_even();
+                    // float8 to an integer type rounds half to even (rint),
+                    // numeric half away from zero; a REAL is either to
+                    // PostgreSQL, so a half is declined unless the cast's
+                    // source type is known.
+                    let r = match from {
+                        Some("float8") => f.round_ties_even(),
+                        Some("numeric") => f.round(),
+                        _ if f.fract().abs() == 0.5 => {
+                            return Err(format!(
+                                "pleroma serve cannot tell whether {f} is numeric (rounded half \
+                                 away from zero) or double precision (half to even) in its cast to \
+                                 {}: round() it first, or cast it to numeric or float8",
+                                type_name(ty)
+                            ))
+                        }
+                        _ => f.round(),
+                    };
                     if !r.is_finite() || r < lo as f64 || r >= -(lo as f64) {
                         return Err(range());
                     }
@@ -991,26 +1469,60 @@ pub(crate) fn pg_cast(v: ValueRef<'_>, ty: &str) -> Result<SqlValue, String> {
             ValueRef::Real(f) => Ok(SqlValue::Real(f)),
             ValueRef::Text(b) => {
                 let s = text(b);
-                pg_float(&s).map(SqlValue::Real).ok_or_else(|| syntax(&s))
-            }
-            _ => Err(cannot()),
-        },
-        "numeric" => match v {
-            ValueRef::Integer(n) => Ok(SqlValue::Integer(n)),
-            ValueRef::Real(f) if f.is_finite() => Ok(SqlValue::Real(f)),
-            ValueRef::Text(b) => {
-                let s = text(b);
-                match (pg_integer(&s), pg_float(&s)) {
-                    (Some(Some(n)), _) => Ok(SqlValue::Integer(n)),
-                    (_, Some(f)) if f.is_finite() => Ok(SqlValue::Real(f)),
-                    (_, Some(_)) => Err(format!(
-                        "pleroma serve does not translate numeric NaN or Infinity: \"{s}\""
-                    )),
-                    (_, None) => Err(syntax(&s)),
+                let f = pg_float(&s).ok_or_else(|| syntax(&s))?;
+                let lower = s.to_ascii_lowercase();
+                if f.is_nan() {
+                    return Err(format!(
+                        "pleroma serve does not translate NaN: SQLite stores it as NULL (\"{s}\")"
+                    ));
                 }
+                let named_infinity = lower.contains("inf");
+                let nonzero = lower
+                    .split('e')
+                    .next()
+                    .is_some_and(|m| m.bytes().any(|c| (b'1'..=b'9').contains(&c)));
+                if f.is_infinite() && !named_infinity || f == 0.0 && nonzero {
+                    return Err(format!("\"{s}\" is out of range for type double precision"));
+                }
+                Ok(SqlValue::Real(f))
             }
             _ => Err(cannot()),
         },
+        // PostgreSQL's numeric is exact decimal; here it is SQLite's REAL,
+        // so that `x::numeric / n` divides as PostgreSQL's does (an
+        // INTEGER would divide as integers). A value a double does not hold
+        // exactly as written is declined.
+        "numeric" => {
+            let exact = |f: f64| f.is_finite() && f.abs() <= (1u64 << 53) as f64;
+            match v {
+                ValueRef::Integer(n) if exact(n as f64) => Ok(SqlValue::Real(n as f64)),
+                ValueRef::Real(f) if f.is_finite() => Ok(SqlValue::Real(f)),
+                ValueRef::Text(b) => {
+                    let s = text(b);
+                    let digits = pg_trim(&s)
+                        .split(['e', 'E'])
+                        .next()
+                        .unwrap_or_default()
+                        .trim_start_matches(['+', '-', '0', '.'])
+                        .bytes()
+                        .filter(u8::is_ascii_digit)
+                        .count();
+                    match pg_float(&s) {
+                        Some(f) if f.is_finite() && digits <= 15 => Ok(SqlValue::Real(f)),
+                        Some(_) => Err(format!(
+                            "pleroma serve does not translate numeric \"{s}\": past what a double \
+                             holds exactly, or NaN or Infinity"
+                        )),
+                        None => Err(syntax(&s)),
+                    }
+                }
+                ValueRef::Integer(n) => Err(format!(
+                    "pleroma serve does not translate numeric {n}: past 2^53, where a double \
+                     holds integers exactly"
+                )),
+                _ => Err(cannot()),
+            }
+        }
         "text" => Ok(SqlValue::Text(match v {
             ValueRef::Integer(n) => n.to_string(),
             ValueRef::Real(f) => crate::wire::float_text(f),
@@ -1116,18 +1628,26 @@ fn pg_bool(s: &str) -> Option<bool> {
 
 /// An ISO-8601 date or timestamp (`YYYY-MM-DD`, then ` ` or `T` and
 /// `HH:MM[:SS[.fff]]`, then an optional zone, which a timestamp without
-/// time zone ignores as PostgreSQL does), as PostgreSQL writes it back:
-/// `YYYY-MM-DD` or `YYYY-MM-DD HH:MM:SS[.ffffff]`, trailing zeros of the
-/// fraction dropped. Else PostgreSQL's error, or ours for what PostgreSQL
-/// reads and this does not (its other date styles, `24:00`, a leap second).
+/// time zone ignores as PostgreSQL does), written back as SQLite's date
+/// functions write it (`Stamp::text`). Else PostgreSQL's error, or ours for
+/// what PostgreSQL reads and this does not (its other date styles).
 fn pg_timestamp(s: &str, ty: &str) -> Result<String, String> {
+    parse_stamp(s, ty)?.text(ty == "date")
+}
+
+fn parse_stamp(s: &str, ty: &str) -> Result<Stamp, String> {
     let syntax = || format!("invalid input syntax for type {}: \"{s}\"", type_name(ty));
+    let range = || format!("date/time field value out of range: \"{s}\"");
     let other = || {
         format!(
             "pleroma serve translates ::{ty} of ISO-8601 text only (YYYY-MM-DD[ HH:MM[:SS[.f]]]), not \"{s}\""
         )
     };
     let t = pg_trim(s);
+    // Text with no digit at all is no date in any style.
+    if !t.bytes().any(|c| c.is_ascii_digit()) {
+        return Err(syntax());
+    }
     let num = |part: Option<&str>| -> Option<u32> {
         let part = part?;
         part.bytes()
@@ -1142,35 +1662,18 @@ fn pg_timestamp(s: &str, ty: &str) -> Result<String, String> {
     else {
         return Err(other());
     };
-    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
-    let days = [
-        31,
-        if leap { 29 } else { 28 },
-        31,
-        30,
-        31,
-        30,
-        31,
-        31,
-        30,
-        31,
-        30,
-        31,
-    ];
-    if !(1..=12).contains(&m) || d == 0 || d > days[m as usize - 1] {
-        return Err(format!("date/time field value out of range: \"{s}\""));
+    if y == 0 || !(1..=12).contains(&m) || d == 0 || d > days_in_month(y as i64, m) {
+        return Err(range());
     }
-    if y == 0 {
-        return Err(other());
-    }
-    let date = format!("{y:04}-{m:02}-{d:02}");
+    let date = Stamp {
+        y: y as i64,
+        m,
+        d,
+        us: 0,
+    };
     let rest = &t[10..];
     if rest.is_empty() {
-        return Ok(if ty == "date" {
-            date
-        } else {
-            format!("{date} 00:00:00")
-        });
+        return Ok(date);
     }
     let rest = rest.strip_prefix([' ', 'T', 't']).ok_or_else(other)?;
     let rb = rest.as_bytes();
@@ -1188,6 +1691,9 @@ fn pg_timestamp(s: &str, ty: &str) -> Result<String, String> {
         i = 8;
         if rb.get(8) == Some(&b'.') {
             let n = rb[9..].iter().take_while(|c| c.is_ascii_digit()).count();
+            if n == 0 {
+                return Err(other());
+            }
             frac = &rest[9..9 + n];
             i = 9 + n;
         }
@@ -1198,35 +1704,26 @@ fn pg_timestamp(s: &str, ty: &str) -> Result<String, String> {
         || (zone.starts_with(['+', '-'])
             && zone[1..].bytes().all(|c| c.is_ascii_digit() || c == b':')
             && (2..=5).contains(&(zone.len() - 1)));
-    if !zone_ok || frac.is_empty() && rb.get(8) == Some(&b'.') {
+    if !zone_ok {
         return Err(other());
     }
-    if hh > 23 || mm > 59 || ss > 59 {
-        return Err(if hh == 24 || ss == 60 {
-            other()
-        } else {
-            format!("date/time field value out of range: \"{s}\"")
-        });
+    // PostgreSQL takes 24:00:00 (the next midnight) and a leap second
+    // (the next minute); nothing past them.
+    if hh > 24
+        || mm > 59
+        || ss > 60
+        || hh == 24 && (mm, ss) != (0, 0)
+        || hh == 24 && !frac.trim_end_matches('0').is_empty()
+    {
+        return Err(range());
     }
-    if ty == "date" {
-        return Ok(date);
-    }
-    // PostgreSQL keeps microseconds, rounding the seventh digit on.
-    let mut micros: u64 = format!("{frac:0<6}")[..6].parse().map_err(|_| syntax())?;
+    // Microseconds, the seventh digit rounding on.
+    let mut micros: i64 = format!("{frac:0<6}")[..6].parse().map_err(|_| syntax())?;
     if frac.len() > 6 && frac.as_bytes()[6] >= b'5' {
         micros += 1;
     }
-    if micros >= 1_000_000 {
-        // A carry into the next second (and maybe day): not done here.
-        return Err(other());
-    }
-    let mut out = format!("{date} {hh:02}:{mm:02}:{ss:02}");
-    if micros > 0 {
-        let f = format!("{micros:06}");
-        out.push('.');
-        out.push_str(f.trim_end_matches('0'));
-    }
-    Ok(out)
+    let us = ((hh as i64 * 60 + mm as i64) * 60 + ss as i64) * 1_000_000 + micros;
+    date.plus(0, 0, us).ok_or_else(range)
 }
 
 #[cfg(test)]
@@ -1335,18 +1832,132 @@ mod tests {
         assert_eq!(tr("SELECT now()"), "SELECT datetime('now')");
         assert_eq!(
             tr("SELECT * FROM t WHERE ts > now() - INTERVAL '7 days'"),
-            "SELECT * FROM t WHERE ts > datetime(datetime('now'), '-7 days')"
+            "SELECT * FROM t WHERE ts > pleroma_pg_interval(datetime('now'), 0, -7, 0)"
         );
         assert_eq!(
-            tr("SELECT ts + interval '1 week 2 hours'"),
-            "SELECT datetime(ts, '+7 days', '+2 hours')"
+            tr("SELECT ts + interval '1 week 2 hours 1.5 seconds' AS x"),
+            "SELECT pleroma_pg_interval(ts, 0, 7, 7201500000) AS x"
         );
+        assert_eq!(
+            tr("SELECT ts - interval '1 year -2 mons'"),
+            "SELECT pleroma_pg_interval(ts, -10, 0, 0)"
+        );
+        assert!(refused("SELECT ts + INTERVAL '1 day' DAY").contains("field qualifier"));
+        assert_eq!(
+            to_sqlite("SELECT ts + INTERVAL '1 day 1 day'")
+                .unwrap_err()
+                .code,
+            "22007"
+        );
+        assert_eq!(
+            to_sqlite("SELECT ts + INTERVAL '99999999999999999999 days'")
+                .unwrap_err()
+                .code,
+            "22015"
+        );
+        // date ± integer is a date; other date arithmetic is declined.
+        assert_eq!(
+            tr("SELECT CURRENT_DATE - 7, '2024-01-31'::date + 1"),
+            "SELECT date(CURRENT_DATE, '-7 days'), date(pleroma_pg_cast('2024-01-31', 'date'), '+1 days')"
+        );
+        assert!(refused("SELECT d::date - e::date").contains("arithmetic"));
+        assert!(refused("SELECT now() + 1").contains("arithmetic"));
         assert!(refused("SELECT date_trunc('decade', ts)").contains("decade"));
         assert!(refused("SELECT date_trunc($1, ts)").contains("not a string literal"));
         assert!(refused("SELECT a - b + INTERVAL '1 day'").contains("INTERVAL"));
         assert!(refused("SELECT ts + INTERVAL '1 day' * 2").contains("INTERVAL"));
         assert!(refused("SELECT ts + INTERVAL '1 fortnight'").contains("fortnight"));
         assert!(refused("SELECT EXTRACT(century FROM ts)").contains("century"));
+    }
+
+    #[test]
+    fn intervals_add_as_postgresql_adds_them() {
+        let add = |ts: &str, m, d, us| {
+            pg_interval(ValueRef::Text(ts.as_bytes()), m, d, us).map(|v| match v {
+                SqlValue::Text(t) => t,
+                other => panic!("{other:?}"),
+            })
+        };
+        // Read off PostgreSQL 15: the months first, clamped to the month's end.
+        assert_eq!(
+            add("2024-01-31 00:00:00", 1, 0, 0).unwrap(),
+            "2024-02-29 00:00:00"
+        );
+        assert_eq!(
+            add("2024-02-29 10:00:00", 12, 0, 0).unwrap(),
+            "2025-02-28 10:00:00"
+        );
+        assert_eq!(add("2023-03-31", -1, 0, 0).unwrap(), "2023-02-28 00:00:00");
+        assert_eq!(
+            add("2024-01-30 12:00", 1, 1, 0).unwrap(),
+            "2024-03-01 12:00:00"
+        );
+        assert_eq!(
+            add("2024-12-31 23:59:59.999", 0, 0, 1_000_000).unwrap(),
+            "2025-01-01 00:00:00.999"
+        );
+        assert_eq!(
+            add("2024-03-01", 0, -1, -1).unwrap(),
+            "2024-02-28 23:59:59.999999"
+        );
+        assert!(add("9999-12-31 23:59:59", 0, 0, 1_000_000)
+            .unwrap_err()
+            .contains("out of range"));
+        assert_eq!(
+            pg_interval(ValueRef::Null, 1, 0, 0).unwrap(),
+            SqlValue::Null
+        );
+        for z in [-800_000, -1, 0, 1, 59, 60, 365, 738_000, 2_900_000] {
+            let (y, m, d) = civil_from_days(z);
+            assert_eq!(days_from_civil(y, m, d), z);
+        }
+    }
+
+    #[test]
+    fn what_would_read_differently_is_declined() {
+        // A dollar quote would be a parameter to SQLite.
+        assert!(refused("SELECT $$x$$, $1::text").contains("dollar-quoted"));
+        assert!(refused("SELECT $a$x$a$").contains("dollar-quoted"));
+        assert!(matches!(
+            to_sqlite("SELECT $1, $name").unwrap(),
+            Cow::Borrowed(_)
+        ));
+        // ILIKE binds tighter than `=` in PostgreSQL, not in SQLite.
+        assert!(refused("SELECT false = s ILIKE 'a%' FROM t").contains("parentheses"));
+        assert!(refused("SELECT x = s NOT ILIKE 'a%' FROM t").contains("parentheses"));
+        assert_eq!(
+            tr("SELECT false = (s ILIKE 'a%') FROM t WHERE a = 1 AND s ILIKE 'b'"),
+            "SELECT false = (s LIKE 'a%' ESCAPE '\\') FROM t WHERE a = 1 AND s LIKE 'b' ESCAPE '\\'"
+        );
+        assert_eq!(
+            to_sqlite("SELECT 'a' ILIKE 'a\\'").unwrap_err().code,
+            "22025"
+        );
+        // SERIAL only as the one-column primary key.
+        assert_eq!(
+            tr("CREATE TABLE s(c bigserial PRIMARY KEY, v text)"),
+            "CREATE TABLE s(c INTEGER PRIMARY KEY, v text)"
+        );
+        assert!(refused("CREATE TABLE s(a serial, b int PRIMARY KEY)").contains("SERIAL"));
+        assert!(refused("ALTER TABLE s ADD COLUMN d serial").contains("SERIAL"));
+        assert_eq!(
+            tr("SELECT x FROM t WHERE k = ANY (ARRAY[1, 2])"),
+            "SELECT x FROM t WHERE k IN (1, 2)"
+        );
+        // Past 64 bits an integer literal is numeric.
+        assert_eq!(
+            tr("SELECT 9223372036854775808::text"),
+            "SELECT '9223372036854775808'"
+        );
+        assert_eq!(
+            tr("SELECT 1.50::numeric::text, (2.5)::int"),
+            "SELECT '1.50', 3"
+        );
+        assert_eq!(
+            tr("SELECT '2.5'::numeric::int, x::float8::int"),
+            "SELECT pleroma_pg_cast(pleroma_pg_cast('2.5', 'numeric'), 'int4', 'numeric'), \
+             pleroma_pg_cast(pleroma_pg_cast(x, 'float8'), 'int4', 'float8')"
+        );
     }
 
     #[test]
@@ -1374,9 +1985,17 @@ mod tests {
     fn casts_convert_as_postgresql_does() {
         use ValueRef::*;
         let ok = |v: ValueRef<'_>, ty: &str| pg_cast(v, ty).unwrap();
-        assert_eq!(ok(Real(2.5), "int4"), SqlValue::Integer(2));
-        assert_eq!(ok(Real(3.5), "int4"), SqlValue::Integer(4));
-        assert_eq!(ok(Real(-2.5), "int8"), SqlValue::Integer(-2));
+        // A half: numeric rounds away from zero, float8 to even; a REAL of
+        // no known type is declined.
+        let from = |v, ty, f| pg_cast_from(v, ty, Some(f)).unwrap();
+        assert_eq!(from(Real(2.5), "int4", "float8"), SqlValue::Integer(2));
+        assert_eq!(from(Real(2.5), "int4", "numeric"), SqlValue::Integer(3));
+        assert_eq!(from(Real(-2.5), "int8", "numeric"), SqlValue::Integer(-3));
+        assert!(pg_cast(Real(2.5), "int4")
+            .unwrap_err()
+            .contains("cannot tell"));
+        assert_eq!(ok(Real(2.4), "int4"), SqlValue::Integer(2));
+        assert_eq!(ok(Real(-3.6), "int8"), SqlValue::Integer(-4));
         assert_eq!(ok(Text(b" 42 "), "int4"), SqlValue::Integer(42));
         assert_eq!(ok(Text(b"0x1F"), "int8"), SqlValue::Integer(31));
         assert_eq!(ok(Text(b"1_000"), "int8"), SqlValue::Integer(1000));
@@ -1400,8 +2019,19 @@ mod tests {
             SqlValue::Real(f64::NEG_INFINITY)
         );
         assert!(pg_cast(Text(b"abc"), "float8").is_err());
-        assert_eq!(ok(Text(b"12"), "numeric"), SqlValue::Integer(12));
+        assert!(pg_cast(Text(b"NaN"), "float8").unwrap_err().contains("NaN"));
+        assert!(pg_cast(Text(b"1e400"), "float8")
+            .unwrap_err()
+            .contains("out of range"));
+        assert!(pg_cast(Text(b"1e-400"), "float8")
+            .unwrap_err()
+            .contains("out of range"));
+        // numeric is a REAL, so that it divides as numeric does.
+        assert_eq!(ok(Text(b"12"), "numeric"), SqlValue::Real(12.0));
+        assert_eq!(ok(Integer(10), "numeric"), SqlValue::Real(10.0));
         assert_eq!(ok(Text(b"1.5"), "numeric"), SqlValue::Real(1.5));
+        assert!(pg_cast(Text(b"12345678901234567890"), "numeric").is_err());
+        assert!(pg_cast(Integer(i64::MAX), "numeric").is_err());
         assert_eq!(ok(Text(b"yes"), "bool"), SqlValue::Integer(1));
         assert_eq!(ok(Text(b" f "), "bool"), SqlValue::Integer(0));
         assert_eq!(ok(Text(b"off"), "bool"), SqlValue::Integer(0));
@@ -1411,10 +2041,25 @@ mod tests {
             ok(Text(b"2024-02-29 10:00"), "date"),
             SqlValue::Text("2024-02-29".into())
         );
+        // As SQLite's date functions write it: milliseconds in three digits.
         assert_eq!(
-            ok(Text(b"2024-02-29T10:00:01.250+02"), "timestamp"),
-            SqlValue::Text("2024-02-29 10:00:01.25".into())
+            ok(Text(b"2024-02-29T10:00:01.25+02"), "timestamp"),
+            SqlValue::Text("2024-02-29 10:00:01.250".into())
         );
+        assert_eq!(
+            ok(Text(b"2024-12-31 24:00"), "timestamp"),
+            SqlValue::Text("2025-01-01 00:00:00".into())
+        );
+        assert_eq!(
+            ok(Text(b"2024-01-01 10:00:00.0000015"), "timestamp"),
+            SqlValue::Text("2024-01-01 10:00:00.000002".into())
+        );
+        assert!(pg_cast(Text(b"abc"), "date")
+            .unwrap_err()
+            .contains("invalid input syntax"));
+        assert!(pg_cast(Text(b"0000-01-01"), "date")
+            .unwrap_err()
+            .contains("out of range"));
         assert!(pg_cast(Text(b"2023-02-29"), "date").is_err());
         assert!(pg_cast(Integer(2460000), "date").is_err());
         assert_eq!(ok(Null, "int4"), SqlValue::Null);

@@ -60,7 +60,13 @@ async fn each_form_gives_postgresqls_value() {
         // Casts, as PostgreSQL converts.
         ("SELECT '42'::int + 1".into(), Some("43")),
         ("SELECT 2.5::int, 3.5::integer".into(), Some("3")),
-        ("SELECT CAST(2.5 AS REAL)::int".into(), Some("2")),
+        ("SELECT CAST(2.5 AS REAL)::float8::int".into(), Some("2")),
+        ("SELECT '2.5'::numeric::int, 2".into(), Some("3")),
+        ("SELECT 10::numeric / 4".into(), Some("2.5")),
+        (
+            "SELECT 9223372036854775808::text".into(),
+            Some("9223372036854775808"),
+        ),
         ("SELECT ' 7 '::bigint".into(), Some("7")),
         ("SELECT 1.0::text".into(), Some("1.0")),
         ("SELECT CAST(1 AS REAL)::text".into(), Some("1")),
@@ -70,7 +76,7 @@ async fn each_form_gives_postgresqls_value() {
         ("SELECT NULL::int".into(), None),
         (
             "SELECT '2024-02-29T10:00:01.50Z'::timestamp".into(),
-            Some("2024-02-29 10:00:01.5"),
+            Some("2024-02-29 10:00:01.500"),
         ),
         ("SELECT '2024-02-29 23:59'::date".into(), Some("2024-02-29")),
         (
@@ -123,6 +129,19 @@ async fn each_form_gives_postgresqls_value() {
         (
             format!("SELECT {ts} - interval '2 weeks'"),
             Some("2024-05-03 13:45:10"),
+        ),
+        // PostgreSQL's month arithmetic: to the end of a shorter month.
+        (
+            "SELECT '2024-01-31 08:00:00' + INTERVAL '1 month'".into(),
+            Some("2024-02-29 08:00:00"),
+        ),
+        (
+            "SELECT '2024-12-31 23:59:59.999'::timestamp + INTERVAL '1 second'".into(),
+            Some("2025-01-01 00:00:00.999"),
+        ),
+        (
+            "SELECT CURRENT_DATE - 7 = date('now', '-7 days')".into(),
+            Some("1"),
         ),
         (
             "SELECT now() - INTERVAL '1 day' = datetime('now', '-1 day')".into(),
@@ -225,6 +244,19 @@ async fn what_is_not_translated_or_not_convertible_is_postgresqls_error() {
             "EXTRACT(second",
         ),
         ("SELECT 1 - 2 + INTERVAL '1 day'", "0A000", "INTERVAL"),
+        ("SELECT CAST(2.5 AS REAL)::int", "0A000", "cannot tell"),
+        ("SELECT 'NaN'::float8", "0A000", "NaN"),
+        ("SELECT '1e400'::float8", "22003", "out of range"),
+        (
+            "SELECT '9999-12-31'::timestamp + INTERVAL '1 day'",
+            "22008",
+            "out of range",
+        ),
+        (
+            "SELECT 'abc'::date",
+            "22P02",
+            "invalid input syntax for type date",
+        ),
     ] {
         let (got, message) = sqlstate(&c, sql).await;
         assert_eq!(got, code, "{sql}: {message}");
