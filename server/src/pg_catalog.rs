@@ -46,20 +46,23 @@ pub(crate) fn answer(
         return None;
     }
     let l = collapse(&sql.to_ascii_lowercase());
+    // The same text in its own case (byte for byte where `l` is): psql's
+    // name patterns and column names keep their case.
+    let orig = collapse(sql);
     let r = if is_type_info(&l) {
         type_info(params)
     } else if l.contains("from pg_catalog.pg_class c") && l.contains("c.relkind in (") {
-        list_relations(db, &l)
+        list_relations(db, &l, &orig)
     } else if l.contains("from pg_catalog.pg_database d") {
-        by_alias(&l, |a| database_column(db, a))
+        by_alias(&orig, |a| database_column(db, a))
     } else if l.contains("from pg_catalog.pg_namespace n") && !l.contains("pg_class") {
-        by_alias(&l, namespace_column)
+        by_alias(&orig, namespace_column)
     } else if l
         .contains("from pg_catalog.pg_class c, pg_catalog.pg_class c2, pg_catalog.pg_index i")
     {
         table_indexes(db, &l)
     } else if l.starts_with("select c.oid, n.nspname, c.relname from pg_catalog.pg_class c") {
-        find_relation(db, &l)
+        find_relation(db, &l, &orig)
     } else if l.starts_with("select c.relchecks, c.relkind") {
         relation_info(db, &l)
     } else if l.contains("from pg_catalog.pg_attribute a") && l.contains("a.attrelid = '") {
@@ -150,6 +153,40 @@ fn pattern_after(l: &str, marker: &str) -> Option<String> {
     (t.kind == pleroma::tokenize::Kind::String).then(|| t.value().into_owned())
 }
 
+/// psql's relation-name pattern in `orig` (its own case), found where
+/// `l` (the same text in lower case) has `c.relname operator(pg_catalog.~)
+/// `; an `E'…'` string has its backslash escapes read.
+fn name_pattern(l: &str, orig: &str) -> Option<String> {
+    let marker = "c.relname operator(pg_catalog.~) ";
+    let i = l.find(marker)? + marker.len();
+    let mut toks = pleroma::tokenize::tokens(orig.get(i..)?);
+    let t = toks.next()?;
+    if t.kind == pleroma::tokenize::Kind::String {
+        return Some(t.value().into_owned());
+    }
+    if t.kind == pleroma::tokenize::Kind::Word && t.text.eq_ignore_ascii_case("e") {
+        let s = toks
+            .next()
+            .filter(|s| s.kind == pleroma::tokenize::Kind::String)?;
+        let raw = &s.text[1..s.text.len() - 1];
+        let mut out = String::new();
+        let mut chars = raw.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => out.extend(chars.next()),
+                '\'' => {
+                    // A doubled quote.
+                    chars.next();
+                    out.push('\'');
+                }
+                c => out.push(c),
+            }
+        }
+        return Some(out);
+    }
+    None
+}
+
 fn matches(pattern: &str, name: &str) -> bool {
     let p = pattern
         .strip_prefix("^(")
@@ -164,14 +201,16 @@ fn matches(pattern: &str, name: &str) -> bool {
             [c, rest @ ..] => s.first() == Some(c) && go(rest, &s[1..]),
         }
     }
-    go(p.as_bytes(), name.to_ascii_lowercase().as_bytes())
+    // Case-sensitive, as PostgreSQL's `~` (psql folds an unquoted pattern
+    // to lower case itself).
+    go(p.as_bytes(), name.as_bytes())
 }
 
 fn text(s: &str) -> Value {
     Value::Text(s.to_owned())
 }
 
-fn list_relations(db: &rusqlite::Connection, l: &str) -> Result<Rows, ErrorInfo> {
+fn list_relations(db: &rusqlite::Connection, l: &str, orig: &str) -> Result<Rows, ErrorInfo> {
     let kinds = {
         let i = l.find("c.relkind in (").unwrap() + "c.relkind in (".len();
         let end = l[i..].find(')').map_or(l.len(), |e| i + e);
@@ -181,7 +220,7 @@ fn list_relations(db: &rusqlite::Connection, l: &str) -> Result<Rows, ErrorInfo>
     // table each is on); materialized views, sequences and foreign tables
     // it has not.
     let indexes = kinds.contains("'i'");
-    let pattern = pattern_after(l, "c.relname operator(pg_catalog.~) ");
+    let pattern = name_pattern(l, orig);
     let user = "pleroma";
     let mut rows = Vec::new();
     for r in relations(db)? {
@@ -213,8 +252,8 @@ fn list_relations(db: &rusqlite::Connection, l: &str) -> Result<Rows, ErrorInfo>
     })
 }
 
-fn find_relation(db: &rusqlite::Connection, l: &str) -> Result<Rows, ErrorInfo> {
-    let pattern = pattern_after(l, "c.relname operator(pg_catalog.~) ").unwrap_or_default();
+fn find_relation(db: &rusqlite::Connection, l: &str, orig: &str) -> Result<Rows, ErrorInfo> {
+    let pattern = name_pattern(l, orig).unwrap_or_default();
     let rows = relations(db)?
         .into_iter()
         .filter(|r| matches(&pattern, &r.name))
@@ -315,7 +354,16 @@ fn columns(db: &rusqlite::Connection, l: &str) -> Result<Rows, ErrorInfo> {
     let sqlite = |e: rusqlite::Error| from_router(&pleroma::Error::Sqlite(e));
     let mut stmt = db
         .prepare(
-            "SELECT name, type, \"notnull\", dflt_value, pk, hidden FROM pragma_table_xinfo(?1)",
+            // NOT NULL as SQLite enforces it (as the emulated catalog has it,
+            // `catalog_db.rs`): declared, a primary key of a WITHOUT ROWID
+            // table, or the rowid's INTEGER PRIMARY KEY.
+            "SELECT x.name, x.type, \
+                    x.\"notnull\" OR (x.pk > 0 AND l.wr) \
+                      OR (x.pk = 1 AND upper(x.type) = 'INTEGER' AND NOT l.wr \
+                          AND (SELECT COUNT(*) FROM pragma_table_xinfo(?1) WHERE pk > 0) = 1), \
+                    x.dflt_value, x.pk, x.hidden \
+             FROM pragma_table_xinfo(?1) AS x, pragma_table_list(?1) AS l \
+             WHERE l.schema = 'main' ORDER BY x.cid",
         )
         .map_err(sqlite)?;
     let rows = stmt

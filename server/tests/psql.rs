@@ -130,7 +130,8 @@ fn psql_describes_tables_from_sqlites_schema() {
         .collect();
     let want = sqlite(
         &f.db,
-        "SELECT name, type, CASE WHEN \"notnull\" THEN 'not null' ELSE '' END, COALESCE(dflt_value, '') \
+        "SELECT name, type, CASE WHEN \"notnull\" OR (pk = 1 AND upper(type) = 'INTEGER') \
+                THEN 'not null' ELSE '' END, COALESCE(dflt_value, '') \
          FROM pragma_table_info('invoices') ORDER BY cid",
     );
     assert_eq!(lines.len(), want.len(), "{out}");
@@ -203,7 +204,8 @@ fn psql_lists_the_database_its_schema_and_indexes() {
         let mut c = pleroma::Connection::open(&f.db).unwrap();
         c.execute_batch(
             "CREATE INDEX inv_month ON invoices(month DESC) WHERE month > 0;
-             CREATE TABLE codes(code TEXT PRIMARY KEY, label TEXT UNIQUE) WITHOUT ROWID;",
+             CREATE TABLE codes(code TEXT PRIMARY KEY, label TEXT UNIQUE) WITHOUT ROWID;
+             CREATE TABLE \"Mixed_Case\"(x);",
         )
         .unwrap();
     }
@@ -217,6 +219,20 @@ fn psql_lists_the_database_its_schema_and_indexes() {
     };
     assert_eq!(rows("\\l"), ["ledger|pleroma|UTF8|C|C||libc|"]);
     assert_eq!(rows("\\dn"), ["public|pleroma"]);
+    // psql's headers, in their case.
+    let l = psql(port, &["-A", "-c", "\\l"]);
+    assert!(
+        l.starts_with("List of databases\nName|Owner|Encoding"),
+        "{l}"
+    );
+    // Name patterns are PostgreSQL's: case-sensitive, psql folding an
+    // unquoted one to lower case.
+    assert_eq!(rows("\\dt Codes"), ["public|codes|table|pleroma"]);
+    assert_eq!(
+        rows("\\dt \"Mixed_Case\""),
+        ["public|Mixed_Case|table|pleroma"]
+    );
+    assert!(rows("\\dt Mixed_Case").is_empty());
     // Every index SQLite has, with its table: the user's, those of
     // constraints, and Pleroma's guard.
     let want: Vec<String> = sqlite(
