@@ -24,6 +24,8 @@
 //! warm-up runs, one client, the simple protocol):
 //!
 //! - the coordinator, aggregates pushed down;
+//! - the same with `async_capable 'true'` on both foreign servers (the
+//!   shards queried at once: `Async Foreign Scan` in the plan, required);
 //! - the coordinator with `enable_partitionwise_aggregate = off` (every row
 //!   fetched through the cursors; 3 runs);
 //! - `ev_local`, the one PostgreSQL table holding all the rows;
@@ -333,6 +335,8 @@ fn coordinator_sql(ports: [u16; 2]) -> String {
 
 struct Figures {
     coordinator: f64,
+    /// The same with `async_capable` on both foreign servers.
+    coordinator_async: f64,
     unpushed: f64,
     local: f64,
     served: [f64; 2],
@@ -490,6 +494,33 @@ fn run_in(rows: u64, opts: &Options, dir: &Path) -> Result<Outcome> {
                 embedded_ms[i] = median(&ms);
             }
             let coordinator = timed(&coord, sql, RUNS, &want, "coordinator").await?;
+            let set_async = |op: &str| {
+                SHARDS
+                    .iter()
+                    .map(|(name, _)| {
+                        format!(
+                            "ALTER SERVER {name} OPTIONS ({op} async_capable{});",
+                            if op == "ADD" { " 'true'" } else { "" }
+                        )
+                    })
+                    .collect::<String>()
+            };
+            coord
+                .batch_execute(&set_async("ADD"))
+                .await
+                .map_err(pg_err)?;
+            let plan = text_rows(&coord, &format!("EXPLAIN VERBOSE {sql}")).await?;
+            if !plan.iter().any(|r| {
+                r[0].as_deref()
+                    .is_some_and(|l| l.contains("Async Foreign Scan"))
+            }) {
+                bail!("`{sql}`: async_capable gave no Async Foreign Scan: {plan:?}");
+            }
+            let coordinator_async = timed(&coord, sql, RUNS, &want, "coordinator (async)").await?;
+            coord
+                .batch_execute(&set_async("DROP"))
+                .await
+                .map_err(pg_err)?;
             let local_sql = sql.replace("FROM ev", "FROM ev_local");
             let local = timed(&coord, &local_sql, RUNS, &want, "ev_local").await?;
             coord
@@ -499,6 +530,7 @@ fn run_in(rows: u64, opts: &Options, dir: &Path) -> Result<Outcome> {
             let unpushed = timed(&coord, sql, RUNS_UNPUSHED, &want, "coordinator").await?;
             figures.push(Figures {
                 coordinator,
+                coordinator_async,
                 unpushed,
                 local,
                 served: served_ms,
@@ -528,11 +560,16 @@ fn report(
 ) -> Result<Outcome> {
     let mut r = Report::new("shards", rows, opts);
     type Arm = (&'static str, &'static str, fn(&Figures) -> f64);
-    let arms: [Arm; 9] = [
+    let arms: [Arm; 10] = [
         (
             "coordinator",
             "PostgreSQL coordinator over 2 shards, aggregates pushed down",
             |f| f.coordinator,
+        ),
+        (
+            "coordinator_async",
+            "the same, the foreign servers `async_capable` (both shards at once)",
+            |f| f.coordinator_async,
         ),
         (
             "coordinator_unpushed",
