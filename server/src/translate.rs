@@ -83,7 +83,8 @@ pub(crate) fn to_sqlite(sql: &str) -> Result<Cow<'_, str>, ErrorInfo> {
     if !toks.iter().any(|t| t.is_cast() || t.starts_form()) {
         return Ok(Cow::Borrowed(sql));
     }
-    let pieces = rewrite(&toks)?;
+    let mut pieces = rewrite(&toks)?;
+    name_columns(&mut pieces);
     Ok(Cow::Owned(pieces.iter().map(|p| p.text.as_str()).collect()))
 }
 
@@ -206,6 +207,9 @@ struct Piece {
     text: String,
     kind: Kind,
     unit: bool,
+    /// The column name PostgreSQL gives a rewritten form standing alone
+    /// in the select list (`n::int` is `n`, `date_trunc(…)` `date_trunc`).
+    name: Option<String>,
 }
 
 impl Piece {
@@ -214,6 +218,7 @@ impl Piece {
             text: t.text.clone(),
             kind: t.kind,
             unit: false,
+            name: None,
         }
     }
 
@@ -222,11 +227,17 @@ impl Piece {
             text,
             kind: Kind::Word,
             unit: true,
+            name: None,
         }
     }
 
     fn is_punct(&self, p: &str) -> bool {
         !self.unit && self.kind == Kind::Punct && self.text == p
+    }
+
+    fn named(mut self, name: &str) -> Piece {
+        self.name = Some(name.to_owned());
+        self
     }
 }
 
@@ -289,7 +300,8 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
                 Some(n) => numeric_cast(&n, ty)?.unwrap_or(call),
                 None => call,
             };
-            out.push(Piece::unit(cast));
+            let name = cast_name(&operand, ty);
+            out.push(Piece::unit(cast).named(&name));
             i = end;
             continue;
         }
@@ -320,7 +332,7 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
             let open = call.unwrap_or_default();
             let close =
                 closing(toks, open).ok_or_else(|| not_translated("an unclosed date_trunc("))?;
-            out.push(Piece::unit(date_trunc(&toks[open + 1..close])?));
+            out.push(Piece::unit(date_trunc(&toks[open + 1..close])?).named("date_trunc"));
             i = close + 1;
             continue;
         }
@@ -328,7 +340,7 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
             let open = call.unwrap_or_default();
             let close =
                 closing(toks, open).ok_or_else(|| not_translated("an unclosed EXTRACT("))?;
-            out.push(Piece::unit(extract(&toks[open + 1..close])?));
+            out.push(Piece::unit(extract(&toks[open + 1..close])?).named("extract"));
             i = close + 1;
             continue;
         }
@@ -338,7 +350,7 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
             if toks[open + 1..close].iter().any(|t| !t.is_blank()) {
                 return Err(not_translated("now() with arguments"));
             }
-            out.push(Piece::unit("datetime('now')".into()));
+            out.push(Piece::unit("datetime('now')".into()).named("now"));
             i = close + 1;
             continue;
         }
@@ -351,6 +363,7 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
                 text: "-1".into(),
                 kind: Kind::Number,
                 unit: false,
+                name: None,
             });
             i += 1;
             continue;
@@ -401,7 +414,9 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
                     (true, Some(n)) => {
                         let operand = pop_operand(&mut out).unwrap_or_default();
                         let n = if t.is_punct("-") { -n } else { n };
-                        out.push(Piece::unit(format!("date({operand}, '{n:+} days')")));
+                        out.push(
+                            Piece::unit(format!("date({operand}, '{n:+} days')")).named("?column?"),
+                        );
                         i = next.unwrap_or(i) + 1;
                         continue;
                     }
@@ -457,6 +472,119 @@ fn any_array(toks: &[Tok], at: usize) -> Result<Option<(String, usize)>, ErrorIn
     }
     let list = text_of(&rewrite(&lex(inner))?);
     Ok(Some((format!("({list})"), close + 1)))
+}
+
+/// The name PostgreSQL gives `operand::ty` as a result column: the
+/// column's or the function's name, else the type's.
+fn cast_name(operand: &str, ty: &str) -> String {
+    let code: Vec<_> = tokenize::code(operand).collect();
+    let last_name = |t: &tokenize::Token<'_>| match t.kind {
+        Kind::Quoted => Some(t.value().into_owned()),
+        Kind::Word => Some(t.text.to_ascii_lowercase()),
+        _ => None,
+    };
+    // A (qualified) column: `n`, `t.n`.
+    let is_name = code.iter().enumerate().all(|(i, t)| {
+        if i % 2 == 1 {
+            t.kind == Kind::Punct && t.text == "."
+        } else {
+            matches!(t.kind, Kind::Word | Kind::Quoted)
+        }
+    });
+    if is_name && code.len() % 2 == 1 {
+        if let Some(n) = code.last().and_then(last_name) {
+            return n;
+        }
+    }
+    // A call: `sum(x)`, or one of ours, named for what it stands for.
+    if let [f, open, ..] = &code[..] {
+        if f.kind == Kind::Word && open.text == "(" && code.last().is_some_and(|c| c.text == ")") {
+            let f = f.text.to_ascii_lowercase();
+            if f != "pleroma_pg_cast" && f != "pleroma_pg_interval" {
+                return f;
+            }
+        }
+    }
+    match ty {
+        "timestamp" => "timestamp",
+        "regclass" | "regtype" | "oid" => ty,
+        "bool" => "bool",
+        other => other,
+    }
+    .to_owned()
+}
+
+/// Gives each rewritten form that stands alone, without an alias, in the
+/// statement's top-level select list the name PostgreSQL gives it
+/// (`AS "n"`), where SQLite would name it by its rewritten text.
+fn name_columns(pieces: &mut Vec<Piece>) {
+    let code = |p: &Piece| p.unit || !matches!(p.kind, Kind::Space | Kind::Comment);
+    let Some(select) = pieces.iter().position(code) else {
+        return;
+    };
+    if pieces[select].unit || !pieces[select].text.eq_ignore_ascii_case("select") {
+        return;
+    }
+    let ends_list = |p: &Piece| {
+        p.kind == Kind::Semi
+            || !p.unit
+                && p.kind == Kind::Word
+                && [
+                    "from",
+                    "where",
+                    "group",
+                    "having",
+                    "order",
+                    "limit",
+                    "union",
+                    "except",
+                    "intersect",
+                    "window",
+                ]
+                .iter()
+                .any(|w| p.text.eq_ignore_ascii_case(w))
+    };
+    let mut depth = 0i32;
+    let mut item: Vec<usize> = Vec::new();
+    let mut aliases: Vec<(usize, String)> = Vec::new();
+    let close = |item: &mut Vec<usize>, aliases: &mut Vec<(usize, String)>| {
+        if let [only] = item[..] {
+            if let Some(n) = &pieces[only].name {
+                aliases.push((only, n.clone()));
+            }
+        }
+        item.clear();
+    };
+    for i in select + 1..pieces.len() {
+        let p = &pieces[i];
+        if !code(p) {
+            continue;
+        }
+        if p.is_punct("(") {
+            depth += 1;
+        } else if p.is_punct(")") {
+            depth -= 1;
+        }
+        if depth == 0 && (p.is_punct(",") || ends_list(p)) {
+            close(&mut item, &mut aliases);
+            if ends_list(p) {
+                break;
+            }
+            continue;
+        }
+        let distinct = !p.unit
+            && item.is_empty()
+            && (p.text.eq_ignore_ascii_case("distinct") || p.text.eq_ignore_ascii_case("all"));
+        if !distinct {
+            item.push(i);
+        }
+        if i + 1 == pieces.len() {
+            close(&mut item, &mut aliases);
+        }
+    }
+    for (at, name) in aliases {
+        pieces[at].text = format!("{} AS \"{}\"", pieces[at].text, name.replace('"', "\"\""));
+    }
 }
 
 /// Whether a piece is a date or timestamp to PostgreSQL: `CURRENT_DATE`,
@@ -957,6 +1085,7 @@ fn ilike(toks: &[Tok], at: usize, out: &mut Vec<Piece>) -> Result<usize, ErrorIn
         text: "LIKE".into(),
         kind: Kind::Word,
         unit: false,
+        name: None,
     });
     let end = pattern_end(toks, at).ok_or_else(|| {
         not_translated("ILIKE with that pattern (use a literal, a parameter or ||)")
@@ -989,6 +1118,7 @@ fn ilike(toks: &[Tok], at: usize, out: &mut Vec<Piece>) -> Result<usize, ErrorIn
             text: " ESCAPE '\\'".into(),
             kind: Kind::Word,
             unit: false,
+            name: None,
         });
     }
     Ok(end)
@@ -1109,9 +1239,12 @@ fn interval(toks: &[Tok], lit: usize, out: &mut Vec<Piece>) -> Result<(), ErrorI
     let (months, days, micros) = interval_spec(&spec)?;
     let (months, days, micros) = (sign * months, sign * days, sign as i128 * micros as i128);
     let micros = i64::try_from(micros).map_err(|_| error("22015", "interval out of range"))?;
-    out.push(Piece::unit(format!(
-        "pleroma_pg_interval({operand}, {months}, {days}, {micros})"
-    )));
+    out.push(
+        Piece::unit(format!(
+            "pleroma_pg_interval({operand}, {months}, {days}, {micros})"
+        ))
+        .named("?column?"),
+    );
     Ok(())
 }
 
@@ -1730,8 +1863,11 @@ fn parse_stamp(s: &str, ty: &str) -> Result<Stamp, String> {
 mod tests {
     use super::*;
 
+    /// The rewriting alone (the result names are `name_columns`'s, tested
+    /// on their own below).
     fn tr(sql: &str) -> String {
-        to_sqlite(sql).unwrap().into_owned()
+        let toks = lex(sql);
+        text_of(&rewrite(&toks).unwrap())
     }
 
     fn refused(sql: &str) -> String {
@@ -1958,6 +2094,32 @@ mod tests {
             "SELECT pleroma_pg_cast(pleroma_pg_cast('2.5', 'numeric'), 'int4', 'numeric'), \
              pleroma_pg_cast(pleroma_pg_cast(x, 'float8'), 'int4', 'float8')"
         );
+    }
+
+    #[test]
+    fn rewritten_columns_get_postgresqls_names() {
+        let named = |sql: &str| to_sqlite(sql).unwrap().into_owned();
+        assert_eq!(
+            named("SELECT n::int, t.m::text, sum(x)::bigint, 'a'::text, (a + b)::float8 FROM t"),
+            "SELECT pleroma_pg_cast(n, 'int4') AS \"n\", pleroma_pg_cast(t.m, 'text') AS \"m\", \
+             pleroma_pg_cast(sum(x), 'int8') AS \"sum\", pleroma_pg_cast('a', 'text') AS \"text\", \
+             pleroma_pg_cast((a + b), 'float8') AS \"float8\" FROM t"
+        );
+        assert_eq!(
+            named("SELECT DISTINCT date_trunc('day', ts), EXTRACT(year FROM ts) y, now() AS n FROM t GROUP BY 1"),
+            "SELECT DISTINCT strftime('%Y-%m-%d 00:00:00', ts) AS \"date_trunc\", \
+             CAST(strftime('%Y', ts) AS INTEGER) y, datetime('now') AS n FROM t GROUP BY 1"
+        );
+        // Only the top-level select list, and only a form standing alone.
+        assert_eq!(
+            named("SELECT x FROM (SELECT n::int FROM t) WHERE n::int > 1"),
+            "SELECT x FROM (SELECT pleroma_pg_cast(n, 'int4') FROM t) WHERE pleroma_pg_cast(n, 'int4') > 1"
+        );
+        assert_eq!(
+            named("SELECT n::int + 1 FROM t"),
+            "SELECT pleroma_pg_cast(n, 'int4') + 1 FROM t"
+        );
+        assert_eq!(named("SELECT 2.5::int"), "SELECT 3 AS \"int4\"");
     }
 
     #[test]

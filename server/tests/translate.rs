@@ -197,6 +197,13 @@ async fn each_form_gives_postgresqls_value() {
         one(&c, "SELECT 'a::int ILIKE now()'").await.as_deref(),
         Some("a::int ILIKE now()")
     );
+    // A rewritten form alone in the select list has PostgreSQL's name.
+    let st = c
+        .prepare("SELECT n::int, date_trunc('day', ts), extract(year FROM ts) AS y FROM (SELECT 1 AS n, '2024-01-01' AS ts)")
+        .await
+        .unwrap();
+    let names: Vec<&str> = st.columns().iter().map(|c| c.name()).collect();
+    assert_eq!(names, ["n", "date_trunc", "y"]);
     // A parameter cast, over the extended protocol.
     let r = c.query("SELECT $1::int8 * 2", &[&"21"]).await.unwrap();
     assert_eq!(r[0].get::<_, String>(0), "42");
