@@ -251,7 +251,7 @@ fn fill(db: &rusqlite::Connection, main: &rusqlite::Connection) -> rusqlite::Res
          DELETE FROM pg_catalog.pg_attrdef; DELETE FROM information_schema.tables;
          DELETE FROM information_schema.columns;",
     )?;
-    let database = crate::pg_catalog::database_name(main);
+    let database = crate::translate::database_name(main);
     let mut objects = main.prepare(
         "SELECT rowid, name, type, tbl_name FROM sqlite_schema \
          WHERE type IN ('table', 'view', 'index') \

@@ -30,31 +30,19 @@
 use std::fmt::Debug;
 use std::sync::{Mutex, MutexGuard};
 
-use async_trait::async_trait;
 use bytes::Bytes;
-use futures::{stream, Sink, SinkExt};
-use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::Format;
-use pgwire::api::results::{CopyResponse, Response, Tag};
-use pgwire::api::ClientInfo;
-use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
-use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyOutResponse};
+use pgwire::error::ErrorInfo;
 use pgwire::messages::data::DataRow;
 use pgwire::messages::response::TransactionStatus;
-use pgwire::messages::PgWireBackendMessage;
 use pleroma::tokenize::{self, Kind, Token};
 use pleroma::Value;
 
-use crate::handler::Session;
 use crate::session::{Engine, Outcome, WRITE_WAIT};
 use crate::sqlstate::{error, from_router};
 
 /// The savepoint of a COPY FROM inside the client's transaction.
 const SAVEPOINT: &str = "pleroma_copy";
-
-fn user_error(e: ErrorInfo) -> PgWireError {
-    PgWireError::UserError(Box::new(e))
-}
 
 fn unsupported(what: impl std::fmt::Display) -> ErrorInfo {
     error("0A000", format!("{what} is not supported by pleroma serve"))
@@ -782,9 +770,9 @@ fn fields_of(row: &DataRow) -> Vec<Option<&[u8]>> {
 
 /// What a COPY TO sends: one CopyData per line.
 pub(crate) struct Out {
-    columns: usize,
-    lines: Vec<Bytes>,
-    rows: usize,
+    pub(crate) columns: usize,
+    pub(crate) lines: Vec<Bytes>,
+    pub(crate) rows: usize,
 }
 
 fn ident(name: &str) -> String {
@@ -1465,7 +1453,7 @@ pub(crate) fn copy_from(
 }
 
 impl Inbound {
-    fn columns(&self) -> usize {
+    pub(crate) fn columns(&self) -> usize {
         self.columns.len()
     }
 
@@ -1499,7 +1487,7 @@ impl Inbound {
     }
 
     /// One CopyData message.
-    fn feed(&mut self, e: &mut Engine, data: &[u8]) -> Result<(), ErrorInfo> {
+    pub(crate) fn feed(&mut self, e: &mut Engine, data: &[u8]) -> Result<(), ErrorInfo> {
         let rows = self
             .reader
             .rows(data, false)
@@ -1508,7 +1496,7 @@ impl Inbound {
     }
 
     /// CopyDone: the last line, then the commit. Returns the rows copied.
-    fn finish(&mut self, e: &mut Engine) -> Result<usize, ErrorInfo> {
+    pub(crate) fn finish(&mut self, e: &mut Engine) -> Result<usize, ErrorInfo> {
         let rows = self
             .reader
             .rows(&[], true)
@@ -1558,135 +1546,12 @@ impl Pending {
         self.lock().take()
     }
 
-    fn put(&self, inbound: Inbound) {
+    pub(crate) fn put(&self, inbound: Inbound) {
         *self.lock() = Some(inbound);
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<Inbound>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// Runs a COPY statement. COPY TO sends its CopyOutResponse, CopyData and
-/// CopyDone here and answers the `COPY n` tag; COPY FROM answers the
-/// CopyInResponse and goes on in [`CopyHandler`].
-pub(crate) async fn execute<C>(
-    session: &Session,
-    client: &mut C,
-    cmd: Command,
-) -> PgWireResult<Response>
-where
-    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-    C::Error: Debug,
-    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-{
-    let status = client.transaction_status();
-    if cmd.from {
-        let inbound = session
-            .run(client, move |e| copy_from(e, cmd, status))
-            .await?
-            .map_err(user_error)?;
-        let columns = inbound.columns();
-        session.copy_in.put(inbound);
-        return Ok(Response::CopyIn(CopyResponse::new(
-            0,
-            columns,
-            stream::empty(),
-        )));
-    }
-    let out = session
-        .run(client, move |e| copy_to(e, &cmd, status))
-        .await?
-        .map_err(user_error)?;
-    // Sent here rather than as a `Response::CopyOut`, whose tag counts
-    // CopyData messages: a header line would be counted as a row.
-    client
-        .feed(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
-            0,
-            out.columns as i16,
-            vec![0; out.columns],
-        )))
-        .await?;
-    for line in out.lines {
-        client
-            .feed(PgWireBackendMessage::CopyData(CopyData::new(line)))
-            .await?;
-    }
-    client
-        .feed(PgWireBackendMessage::CopyDone(CopyDone::new()))
-        .await?;
-    Ok(Response::Execution(Tag::new("COPY").with_rows(out.rows)))
-}
-
-#[async_trait]
-impl CopyHandler for Session {
-    async fn on_copy_data<C>(&self, client: &mut C, copy_data: CopyData) -> PgWireResult<()>
-    where
-        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        let Some(mut inbound) = self.copy_in.take() else {
-            return Ok(());
-        };
-        let data = copy_data.data;
-        let (inbound, r) = self
-            .run(client, move |e| match inbound.feed(e, &data) {
-                Ok(()) => (Some(inbound), Ok(())),
-                Err(err) => {
-                    inbound.abort(e);
-                    (None, Err(err))
-                }
-            })
-            .await?;
-        if let Some(inbound) = inbound {
-            self.copy_in.put(inbound);
-        }
-        r.map_err(user_error)
-    }
-
-    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
-    where
-        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        let Some(mut inbound) = self.copy_in.take() else {
-            return Err(user_error(error("08P01", "CopyDone without a COPY FROM")));
-        };
-        let n = self
-            .run(client, move |e| {
-                let r = inbound.finish(e);
-                if r.is_err() {
-                    inbound.abort(e);
-                }
-                r
-            })
-            .await?
-            .map_err(user_error)?;
-        client
-            .send(PgWireBackendMessage::CommandComplete(
-                Tag::new("COPY").with_rows(n).into(),
-            ))
-            .await?;
-        Ok(())
-    }
-
-    async fn on_copy_fail<C>(&self, client: &mut C, fail: CopyFail) -> PgWireError
-    where
-        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        if let Some(inbound) = self.copy_in.take() {
-            if let Err(e) = self.run(client, move |e| inbound.abort(e)).await {
-                return e;
-            }
-        }
-        user_error(error(
-            "57014",
-            format!("COPY from stdin failed: {}", fail.message),
-        ))
     }
 }
 

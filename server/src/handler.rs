@@ -18,8 +18,8 @@ use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{
-    DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldInfo, QueryResponse,
-    Response, Tag,
+    CopyResponse, DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldInfo,
+    QueryResponse, Response, Tag,
 };
 use pgwire::api::stmt::{NoopQueryParser, StoredStatement};
 use pgwire::api::store::PortalStore;
@@ -28,6 +28,7 @@ use pgwire::api::{
     RandomPidSecretKeyGenerator, Type, DEFAULT_NAME,
 };
 use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyOutResponse};
 use pgwire::messages::extendedquery::Sync as PgSync;
 use pgwire::messages::response::ReadyForQuery;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
@@ -280,7 +281,7 @@ impl SimpleQueryHandler for Session {
     {
         if let Some(cmd) = copy::in_query(query) {
             return Ok(vec![
-                copy::execute(self, client, cmd.map_err(user_error)?).await?,
+                execute_copy(self, client, cmd.map_err(user_error)?).await?,
             ]);
         }
         if let Some(target) = deallocate(query) {
@@ -385,7 +386,7 @@ impl ExtendedQueryHandler for Session {
     {
         let sql = portal.statement.statement.clone();
         if let Some(cmd) = copy::in_query(&sql) {
-            return copy::execute(self, client, cmd.map_err(user_error)?).await;
+            return execute_copy(self, client, cmd.map_err(user_error)?).await;
         }
         // Described at Describe Portal: it already ran, with the types the
         // client was told.
@@ -573,4 +574,127 @@ fn copy_error(e: &pgwire::error::ErrorInfo) -> pgwire::error::ErrorInfo {
     c.detail = e.detail.clone();
     c.hint = e.hint.clone();
     c
+}
+
+/// Runs a COPY statement. COPY TO sends its CopyOutResponse, CopyData and
+/// CopyDone here and answers the `COPY n` tag; COPY FROM answers the
+/// CopyInResponse and goes on in [`CopyHandler`].
+pub(crate) async fn execute_copy<C>(
+    session: &Session,
+    client: &mut C,
+    cmd: copy::Command,
+) -> PgWireResult<Response>
+where
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let status = client.transaction_status();
+    if cmd.from {
+        let inbound = session
+            .run(client, move |e| copy::copy_from(e, cmd, status))
+            .await?
+            .map_err(user_error)?;
+        let columns = inbound.columns();
+        session.copy_in.put(inbound);
+        return Ok(Response::CopyIn(CopyResponse::new(
+            0,
+            columns,
+            stream::empty(),
+        )));
+    }
+    let out = session
+        .run(client, move |e| copy::copy_to(e, &cmd, status))
+        .await?
+        .map_err(user_error)?;
+    // Sent here rather than as a `Response::CopyOut`, whose tag counts
+    // CopyData messages: a header line would be counted as a row.
+    client
+        .feed(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
+            0,
+            out.columns as i16,
+            vec![0; out.columns],
+        )))
+        .await?;
+    for line in out.lines {
+        client
+            .feed(PgWireBackendMessage::CopyData(CopyData::new(line)))
+            .await?;
+    }
+    client
+        .feed(PgWireBackendMessage::CopyDone(CopyDone::new()))
+        .await?;
+    Ok(Response::Execution(Tag::new("COPY").with_rows(out.rows)))
+}
+
+#[async_trait]
+impl CopyHandler for Session {
+    async fn on_copy_data<C>(&self, client: &mut C, copy_data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let Some(mut inbound) = self.copy_in.take() else {
+            return Ok(());
+        };
+        let data = copy_data.data;
+        let (inbound, r) = self
+            .run(client, move |e| match inbound.feed(e, &data) {
+                Ok(()) => (Some(inbound), Ok(())),
+                Err(err) => {
+                    inbound.abort(e);
+                    (None, Err(err))
+                }
+            })
+            .await?;
+        if let Some(inbound) = inbound {
+            self.copy_in.put(inbound);
+        }
+        r.map_err(user_error)
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let Some(mut inbound) = self.copy_in.take() else {
+            return Err(user_error(error("08P01", "CopyDone without a COPY FROM")));
+        };
+        let n = self
+            .run(client, move |e| {
+                let r = inbound.finish(e);
+                if r.is_err() {
+                    inbound.abort(e);
+                }
+                r
+            })
+            .await?
+            .map_err(user_error)?;
+        client
+            .send(PgWireBackendMessage::CommandComplete(
+                Tag::new("COPY").with_rows(n).into(),
+            ))
+            .await?;
+        Ok(())
+    }
+
+    async fn on_copy_fail<C>(&self, client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Some(inbound) = self.copy_in.take() {
+            if let Err(e) = self.run(client, move |e| inbound.abort(e)).await {
+                return e;
+            }
+        }
+        user_error(error(
+            "57014",
+            format!("COPY from stdin failed: {}", fail.message),
+        ))
+    }
 }

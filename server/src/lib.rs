@@ -26,6 +26,7 @@ mod catalog_db;
 mod copy;
 mod cursor;
 mod handler;
+mod jobs;
 mod pg_catalog;
 mod session;
 mod settings;

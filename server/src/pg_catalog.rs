@@ -15,12 +15,8 @@ use crate::sqlstate::{error, from_router};
 
 const OID_BASE: i64 = 16384;
 
-/// The functions of `pg_catalog` that each session's connection has
-/// (`translate::register`), which `translate` calls without the schema.
-pub(crate) const FUNCTIONS: [&str; 3] = ["version", "current_schema", "current_database"];
-
 /// Whether a statement reads PostgreSQL's catalog (which SQLite lacks):
-/// `pg_catalog.` other than before one of [`FUNCTIONS`], or
+/// `pg_catalog.` other than before one of [`FUNCTIONS`](crate::translate::FUNCTIONS), or
 /// `information_schema.`.
 pub(crate) fn is_catalog_query(sql: &str) -> bool {
     let mut l = sql.to_ascii_lowercase();
@@ -30,7 +26,7 @@ pub(crate) fn is_catalog_query(sql: &str) -> bool {
     if !l.contains("pg_catalog.") && !l.contains("information_schema.") {
         return false;
     }
-    for f in FUNCTIONS {
+    for f in crate::translate::FUNCTIONS {
         l = l.replace(&format!("pg_catalog.{f}("), "");
     }
     l.contains("pg_catalog.") || l.contains("information_schema.")
@@ -491,7 +487,7 @@ fn by_alias(l: &str, value: impl Fn(&str) -> Option<Value>) -> Result<Rows, Erro
 /// collation (PostgreSQL's `C`).
 fn database_column(db: &rusqlite::Connection, alias: &str) -> Option<Value> {
     Some(match alias.to_ascii_lowercase().as_str() {
-        "name" => text(&database_name(db)),
+        "name" => text(&crate::translate::database_name(db)),
         "owner" => text("pleroma"),
         "encoding" => text("UTF8"),
         "collate" | "ctype" => text("C"),
@@ -499,18 +495,6 @@ fn database_column(db: &rusqlite::Connection, alias: &str) -> Option<Value> {
         "icu locale" | "icu rules" | "access privileges" | "description" => Value::Null,
         _ => return None,
     })
-}
-
-/// The name of the served database: the file's stem (`main` in memory).
-pub(crate) fn database_name(db: &rusqlite::Connection) -> String {
-    db.path()
-        .filter(|p| !p.is_empty())
-        .and_then(|p| {
-            std::path::Path::new(p)
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-        })
-        .unwrap_or_else(|| "main".to_owned())
 }
 
 /// SQLite's one schema of a file, shown as `public`.

@@ -38,7 +38,7 @@ type Job = Box<dyn FnOnce(&mut Engine) + Send>;
 pub(crate) struct Worker {
     jobs: mpsc::Sender<Job>,
     /// Numbers the jobs, for cancel requests (`cancel.rs`).
-    numbers: Arc<crate::cancel::Jobs>,
+    numbers: Arc<crate::jobs::Jobs>,
 }
 
 impl Worker {
@@ -50,12 +50,12 @@ impl Worker {
     ) -> Result<Worker, ErrorInfo> {
         let (jobs, rx) = mpsc::channel::<Job>();
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-        let numbers = Arc::new(crate::cancel::Jobs::default());
+        let numbers = Arc::new(crate::jobs::Jobs::default());
         let cancel = numbers.clone();
         std::thread::Builder::new()
             .name("pleroma-session".into())
             .spawn(move || {
-                let opened = crate::cancel::open(&path, &cancel).and_then(|c| {
+                let opened = crate::jobs::open(&path, &cancel).and_then(|c| {
                     c.sqlite()
                         .busy_timeout(Duration::from_secs(5))
                         .map_err(pleroma::Error::from)?;

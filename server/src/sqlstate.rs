@@ -24,7 +24,7 @@ pub(crate) fn from_router(e: &pleroma::Error) -> ErrorInfo {
     };
     if code == "57014" {
         // Only a cancel request interrupts a session's statement.
-        return error(code, crate::cancel::MESSAGE);
+        return error(code, crate::jobs::MESSAGE);
     }
     error(code, message)
 }

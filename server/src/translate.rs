@@ -319,8 +319,7 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
         if t.is("pg_catalog") {
             let dot = next_code(toks, i).filter(|&j| toks[j].is_punct("."));
             let f = dot.and_then(|d| next_code(toks, d)).filter(|&f| {
-                (CATALOG.with(|c| c.get())
-                    || crate::pg_catalog::FUNCTIONS.iter().any(|n| toks[f].is(n)))
+                (CATALOG.with(|c| c.get()) || FUNCTIONS.iter().any(|n| toks[f].is(n)))
                     && next_code(toks, f).is_some_and(|p| toks[p].is_punct("("))
             });
             if let Some(f) = f {
@@ -1465,6 +1464,22 @@ fn pg_interval(v: ValueRef<'_>, months: i64, days: i64, micros: i64) -> Result<S
     }
 }
 
+/// The functions of `pg_catalog` that each session's connection has
+/// ([`register`]), which are called without the schema.
+pub(crate) const FUNCTIONS: [&str; 3] = ["version", "current_schema", "current_database"];
+
+/// The name of the served database: the file's stem (`main` in memory).
+pub(crate) fn database_name(db: &rusqlite::Connection) -> String {
+    db.path()
+        .filter(|p| !p.is_empty())
+        .and_then(|p| {
+            std::path::Path::new(p)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "main".to_owned())
+}
+
 /// Registers, on a session's connection, `pleroma_pg_cast(value, type)`
 /// and PostgreSQL's `version()`, `current_schema()` (`public`, SQLite's
 /// one schema as the server shows it) and `current_database()` (the
@@ -1474,7 +1489,7 @@ pub(crate) fn register(db: &rusqlite::Connection) -> rusqlite::Result<()> {
     let v = version();
     db.create_scalar_function("version", 0, deterministic, move |_| Ok(v.clone()))?;
     db.create_scalar_function("current_schema", 0, deterministic, |_| Ok("public"))?;
-    let name = crate::pg_catalog::database_name(db);
+    let name = database_name(db);
     db.create_scalar_function("current_database", 0, deterministic, move |_| {
         Ok(name.clone())
     })?;
