@@ -41,19 +41,19 @@ const SCHEMA: &str = "
 CREATE TABLE pg_catalog.pg_namespace(oid INTEGER PRIMARY KEY, nspname TEXT, nspowner INTEGER);
 CREATE TABLE pg_catalog.pg_class(
     oid INTEGER PRIMARY KEY, relname TEXT, relnamespace INTEGER, relkind TEXT,
-    relpersistence TEXT, relowner INTEGER, relam INTEGER, relhasindex INTEGER, relchecks INTEGER,
-    relnatts INTEGER, relispartition INTEGER, reloftype INTEGER, reltablespace INTEGER,
-    reltoastrelid INTEGER, relhasrules INTEGER, relhastriggers INTEGER, relrowsecurity INTEGER,
-    relforcerowsecurity INTEGER, relreplident TEXT, reltuples REAL);
+    relpersistence TEXT, relowner INTEGER, relam INTEGER, relhasindex BOOLEAN, relchecks INTEGER,
+    relnatts INTEGER, relispartition BOOLEAN, reloftype INTEGER, reltablespace INTEGER,
+    reltoastrelid INTEGER, relhasrules BOOLEAN, relhastriggers BOOLEAN, relrowsecurity BOOLEAN,
+    relforcerowsecurity BOOLEAN, relreplident TEXT, reltuples REAL);
 CREATE TABLE pg_catalog.pg_attribute(
     attrelid INTEGER, attname TEXT, atttypid INTEGER, atttypmod INTEGER, attnum INTEGER,
-    attnotnull INTEGER, atthasdef INTEGER, attisdropped INTEGER, attidentity TEXT,
+    attnotnull BOOLEAN, atthasdef BOOLEAN, attisdropped BOOLEAN, attidentity TEXT,
     attgenerated TEXT, attcollation INTEGER, attndims INTEGER, attlen INTEGER,
     PRIMARY KEY (attrelid, attnum));
 CREATE TABLE pg_catalog.pg_attrdef(oid INTEGER PRIMARY KEY, adrelid INTEGER, adnum INTEGER, adbin TEXT);
 CREATE TABLE pg_catalog.pg_type(
     oid INTEGER PRIMARY KEY, typname TEXT, typnamespace INTEGER, typtype TEXT, typarray INTEGER,
-    typdelim TEXT, typbasetype INTEGER, typtypmod INTEGER, typnotnull INTEGER, typdefault TEXT,
+    typdelim TEXT, typbasetype INTEGER, typtypmod INTEGER, typnotnull BOOLEAN, typdefault TEXT,
     typcollation INTEGER, typlen INTEGER, typelem INTEGER, typrelid INTEGER);
 CREATE TABLE pg_catalog.pg_collation(oid INTEGER PRIMARY KEY, collname TEXT, collnamespace INTEGER);
 CREATE TABLE pg_catalog.pg_am(oid INTEGER PRIMARY KEY, amname TEXT, amtype TEXT);
@@ -95,6 +95,12 @@ const TYPES: [(i64, &str, i64, &str, i64); 12] = [
 thread_local! {
     /// The session thread's catalog connection, made at its first query.
     static CATALOG: RefCell<Option<rusqlite::Connection>> = const { RefCell::new(None) };
+    /// The relations of the last fill, by lower-cased name: their OIDs
+    /// (`'t'::regclass`).
+    static OIDS: RefCell<std::collections::HashMap<String, i64>> = RefCell::new(Default::default());
+    /// Each table's bytes (its B-tree's pages), by OID, read when a query
+    /// calls `pg_relation_size`.
+    static SIZES: RefCell<std::collections::HashMap<i64, i64>> = RefCell::new(Default::default());
 }
 
 fn sqlite_error(e: rusqlite::Error) -> ErrorInfo {
@@ -105,12 +111,13 @@ fn sqlite_error(e: rusqlite::Error) -> ErrorInfo {
 }
 
 /// Runs a catalog query `sql` (PostgreSQL's text) over a `pg_catalog`
-/// made from `main`'s schema.
+/// made from `main`'s schema; with which of its columns are PostgreSQL
+/// booleans (a catalog column declared `BOOLEAN`, named as it is).
 pub(crate) fn answer(
     main: &rusqlite::Connection,
     sql: &str,
     params: &[Value],
-) -> Result<Rows, ErrorInfo> {
+) -> Result<(Rows, Vec<bool>), ErrorInfo> {
     let translated = crate::translate::to_sqlite_catalog(sql)?;
     let translated = crate::wire::numbered_placeholders(&translated);
     CATALOG.with(|cell| {
@@ -120,6 +127,9 @@ pub(crate) fn answer(
         }
         let db = slot.as_ref().expect("made above");
         fill(db, main).map_err(sqlite_error)?;
+        if sql.to_ascii_lowercase().contains("pg_relation_size") {
+            sizes(main).map_err(sqlite_error)?;
+        }
         let decline = |e: rusqlite::Error| {
             error(
                 "0A000",
@@ -131,6 +141,10 @@ pub(crate) fn answer(
         };
         let mut stmt = db.prepare(&translated).map_err(decline)?;
         let columns: Vec<String> = stmt.column_names().into_iter().map(String::from).collect();
+        let bools: Vec<bool> = stmt
+            .columns()
+            .map(|c| c.decl_type() == Some("BOOLEAN"))
+            .collect();
         let n = columns.len();
         let binds = params.iter().map(|v| match v {
             Value::Null => SqlValue::Null,
@@ -154,10 +168,13 @@ pub(crate) fn answer(
             }
             out.push(row);
         }
-        Ok(Rows {
-            columns: columns.into(),
-            rows: out.into(),
-        })
+        Ok((
+            Rows {
+                columns: columns.into(),
+                rows: out.into(),
+            },
+            bools,
+        ))
     })
 }
 
@@ -237,10 +254,62 @@ fn functions(db: &rusqlite::Connection) -> rusqlite::Result<()> {
         match (ty.as_str(), v) {
             // An OID is its own regclass, regtype and oid.
             ("oid" | "regclass" | "regtype", ValueRef::Integer(n)) => Ok(SqlValue::Integer(n)),
+            ("regclass", ValueRef::Text(t)) => {
+                let name = relation_name(&String::from_utf8_lossy(t));
+                OIDS.with(|o| o.borrow().get(&name.to_lowercase()).copied())
+                    .map(SqlValue::Integer)
+                    .ok_or_else(|| {
+                        rusqlite::Error::UserFunctionError(
+                            format!("relation \"{name}\" does not exist").into(),
+                        )
+                    })
+            }
             _ => crate::translate::pg_cast(v, &ty)
                 .map_err(|m| rusqlite::Error::UserFunctionError(m.into())),
         }
     })?;
+    // A table's size in bytes: its B-tree's pages (PostgreSQL's main fork;
+    // the fork argument is accepted, every fork is the table's).
+    for n in [1, 2] {
+        db.create_scalar_function("pg_relation_size", n, det, |ctx| {
+            let oid: Option<i64> = ctx.get(0)?;
+            Ok(oid.map(|o| SIZES.with(|s| s.borrow().get(&o).copied().unwrap_or(0))))
+        })?;
+    }
+    Ok(())
+}
+
+/// The name a `'…'::regclass` text gives: without `public.` (or `main.`),
+/// a double-quoted name unquoted.
+fn relation_name(text: &str) -> String {
+    let unquote = |s: &str| -> String {
+        let s = s.trim();
+        match s.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+            Some(q) => q.replace("\"\"", "\""),
+            None => s.to_owned(),
+        }
+    };
+    let t = text.trim();
+    for schema in ["public.", "\"public\".", "main."] {
+        if t.len() > schema.len() && t[..schema.len()].eq_ignore_ascii_case(schema) {
+            return unquote(&t[schema.len()..]);
+        }
+    }
+    unquote(t)
+}
+
+/// Reads each table's size from SQLite's `dbstat`, by OID.
+fn sizes(main: &rusqlite::Connection) -> rusqlite::Result<()> {
+    let mut stmt = main.prepare(
+        "SELECT s.rowid, d.pgsize FROM dbstat('main', 1) AS d \
+         JOIN sqlite_schema AS s ON s.name = d.name",
+    )?;
+    let sizes = stmt
+        .query_map([], |r| {
+            Ok((OID_BASE + r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+        })?
+        .collect::<rusqlite::Result<std::collections::HashMap<_, _>>>()?;
+    SIZES.with(|s| *s.borrow_mut() = sizes);
     Ok(())
 }
 
@@ -293,6 +362,13 @@ fn fill(db: &rusqlite::Connection, main: &rusqlite::Connection) -> rusqlite::Res
          FROM pragma_table_xinfo(?1) AS x, pragma_table_list(?1) AS l \
          WHERE l.schema = 'main' ORDER BY x.cid",
     )?;
+    OIDS.with(|o| {
+        let mut o = o.borrow_mut();
+        o.clear();
+        for (rowid, name, _, _) in &objects {
+            o.insert(name.to_lowercase(), OID_BASE + rowid);
+        }
+    });
     for (rowid, name, kind, _) in &objects {
         let oid = OID_BASE + rowid;
         let (relkind, am) = match kind.as_str() {

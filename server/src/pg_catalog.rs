@@ -24,7 +24,7 @@ pub(crate) fn is_catalog_query(sql: &str) -> bool {
         return true;
     }
     if !l.contains("pg_catalog.") && !l.contains("information_schema.") {
-        return false;
+        return l.contains("pg_") && names_a_catalog_table(sql);
     }
     for f in crate::translate::FUNCTIONS {
         l = l.replace(&format!("pg_catalog.{f}("), "");
@@ -32,12 +32,41 @@ pub(crate) fn is_catalog_query(sql: &str) -> bool {
     l.contains("pg_catalog.") || l.contains("information_schema.")
 }
 
-/// The answer to a catalog query, or `None` when `sql` is not one.
+/// The relations of the emulated catalog (`catalog_db.rs`).
+const CATALOG_TABLES: [&str; 9] = [
+    "pg_namespace",
+    "pg_class",
+    "pg_attribute",
+    "pg_attrdef",
+    "pg_type",
+    "pg_collation",
+    "pg_am",
+    "pg_description",
+    "pg_sequence",
+];
+
+/// Whether `sql` reads one of the catalog's relations named without a
+/// schema (`FROM pg_class`, `JOIN pg_namespace`), as PostgreSQL resolves
+/// such a name: `pg_catalog` comes first on every search path
+/// (postgres_fdw's IMPORT FOREIGN SCHEMA writes its query so).
+fn names_a_catalog_table(sql: &str) -> bool {
+    let code: Vec<_> = pleroma::tokenize::code(sql).collect();
+    code.windows(2).any(|w| {
+        (w[0].is("from") || w[0].is("join"))
+            && w[1].kind == pleroma::tokenize::Kind::Word
+            && CATALOG_TABLES
+                .iter()
+                .any(|c| w[1].text.eq_ignore_ascii_case(c))
+    })
+}
+
+/// The answer to a catalog query, with which of its columns are
+/// PostgreSQL booleans; `None` when `sql` is not one.
 pub(crate) fn answer(
     db: &rusqlite::Connection,
     sql: &str,
     params: &[Value],
-) -> Option<Result<Rows, ErrorInfo>> {
+) -> Option<Result<(Rows, Vec<bool>), ErrorInfo>> {
     if !is_catalog_query(sql) {
         return None;
     }
@@ -76,9 +105,12 @@ pub(crate) fn answer(
         // inheritance: the true answer is no rows.
         Ok(Rows::default())
     } else {
-        crate::catalog_db::answer(db, sql, params)
+        return Some(crate::catalog_db::answer(db, sql, params));
     };
-    Some(r)
+    Some(r.map(|rows| {
+        let n = rows.columns.len();
+        (rows, vec![false; n])
+    }))
 }
 
 /// The statement with each run of whitespace and comments outside its

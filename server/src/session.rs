@@ -249,7 +249,15 @@ impl Engine {
             return Ok(Outcome::Empty);
         }
         let is_commit = matches!(w(0), "COMMIT" | "END");
-        let is_rollback = w(0) == "ROLLBACK" && !(w(1) == "TO" || w(2) == "TO");
+        let is_rollback = matches!(w(0), "ROLLBACK" | "ABORT") && !(w(1) == "TO" || w(2) == "TO");
+        // PostgreSQL's spellings that SQLite lacks: `ABORT`, and `WORK` or
+        // `AND NO CHAIN` after the word (`AND CHAIN` is left to fail).
+        let ending = (is_commit || is_rollback) && transaction_end_words(sql);
+        let sql = match (ending, is_commit) {
+            (true, true) => "COMMIT",
+            (true, false) => "ROLLBACK",
+            (false, _) => sql,
+        };
         // PostgreSQL aborts a transaction at its first error; SQLite keeps
         // it. Until the client ends it, nothing else runs, and COMMIT rolls
         // back, as PostgreSQL does.
@@ -303,12 +311,31 @@ impl Engine {
             };
         }
         if let Some(answer) = pg_catalog::answer(self.conn.sqlite(), sql, params) {
-            let rows = answer?;
+            let (rows, bools) = answer?;
             let types: Vec<ColType> = (0..rows.columns.len())
-                .map(|c| ColType::of_values(rows.rows.iter().map(|r| &r[c]), false))
+                .map(|c| {
+                    let values = || rows.rows.iter().map(|r| &r[c]);
+                    let flags = values()
+                        .all(|v| matches!(v, Value::Null | Value::Integer(0) | Value::Integer(1)));
+                    if bools[c] && flags {
+                        ColType::Bool
+                    } else {
+                        ColType::of_values(values(), false)
+                    }
+                })
                 .collect();
             return rows_outcome(&rows.columns, &rows.rows, &types, format, "SELECT");
         }
+        let explained;
+        let sql = match explained_statement(sql, &words) {
+            // The statement explained as the server runs it.
+            Some(inner) => {
+                let inner = translate::to_sqlite(&inner)?;
+                explained = format!("PRAGMA pleroma_explain('{}')", inner.replace('\'', "''"));
+                explained.as_str()
+            }
+            None => sql,
+        };
         let translated = translate::to_sqlite(sql)?;
         let rewritten = wire::numbered_placeholders(&translated);
         let sql: &str = &rewritten;
@@ -341,6 +368,7 @@ impl Engine {
                 "DELETE" => ("DELETE".to_owned(), Some(changes)),
                 "BEGIN" => ("BEGIN".to_owned(), None),
                 "END" => ("COMMIT".to_owned(), None),
+                "ABORT" => ("ROLLBACK".to_owned(), None),
                 "CREATE" | "DROP" | "ALTER" => (format!("{} {}", w(0), w(1)), None),
                 other => (other.to_owned(), None),
             };
@@ -470,6 +498,7 @@ impl Engine {
                 | "COMMIT"
                 | "END"
                 | "ROLLBACK"
+                | "ABORT"
                 | "SAVEPOINT"
                 | "RELEASE"
                 | "DECLARE"
@@ -490,6 +519,16 @@ impl Engine {
                  PRAGMA pleroma_*): send it with the simple protocol or an unnamed statement",
             ));
         }
+        let explained;
+        let sql = match explained_statement(sql, &words) {
+            // The statement explained as the server runs it.
+            Some(inner) => {
+                let inner = translate::to_sqlite(&inner)?;
+                explained = format!("PRAGMA pleroma_explain('{}')", inner.replace('\'', "''"));
+                explained.as_str()
+            }
+            None => sql,
+        };
         let translated = translate::to_sqlite(sql)?;
         let sql = wire::numbered_placeholders(&translated);
         let stmt = self
@@ -534,6 +573,43 @@ fn rows_outcome(
 
 /// `BEGIN ISOLATION LEVEL ...`, `BEGIN READ WRITE`: PostgreSQL's modes,
 /// which SQLite's BEGIN lacks; its transactions are serializable.
+/// The statement of `PRAGMA pleroma_explain('…')`, which the server
+/// translates as it would translate the statement itself.
+fn explained_statement(sql: &str, words: &[String]) -> Option<String> {
+    if words.len() < 2 || words[0] != "PRAGMA" || words[1] != "PLEROMA_EXPLAIN" {
+        return None;
+    }
+    let code: Vec<_> = pleroma::tokenize::code(sql)
+        .filter(|t| t.text != ";")
+        .collect();
+    match &code[..] {
+        [_, _, open, arg, close]
+            if open.text == "("
+                && close.text == ")"
+                && arg.kind == pleroma::tokenize::Kind::String =>
+        {
+            Some(arg.value().into_owned())
+        }
+        _ => None,
+    }
+}
+
+/// Whether `sql` is a word that ends a transaction followed only by
+/// PostgreSQL's optional `WORK` or `TRANSACTION` and `AND NO CHAIN`.
+fn transaction_end_words(sql: &str) -> bool {
+    let words: Vec<String> = pleroma::tokenize::code(sql)
+        .filter(|t| t.text != ";")
+        .map(|t| t.text.to_ascii_uppercase())
+        .collect();
+    let rest: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
+    matches!(
+        rest[..],
+        [] | ["WORK" | "TRANSACTION"]
+            | ["AND", "NO", "CHAIN"]
+            | ["WORK" | "TRANSACTION", "AND", "NO", "CHAIN"]
+    )
+}
+
 fn is_pg_txn_mode(w: &str) -> bool {
     matches!(w, "ISOLATION" | "READ" | "NOT" | "WORK" | "TRANSACTION")
 }

@@ -35,8 +35,9 @@ use pleroma::tokenize::{self, Kind};
 use crate::sqlstate::error;
 
 /// Words that start a form this module rewrites (compared without case).
-const TRIGGERS: [&str; 14] = [
+const TRIGGERS: [&str; 15] = [
     "public",
+    "some",
     "current_date",
     "current_timestamp",
     "serial",
@@ -367,15 +368,21 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
             i += 1;
             continue;
         }
-        // `X = ANY (ARRAY[a, b])` is `X IN (a, b)` (SQLite reads the
-        // `[…]` as a quoted name).
-        if t.is("any") && last_code(&out).is_some_and(|p| p.is_punct("=")) {
+        // `X = ANY (ARRAY[a, b])` and `X = ANY ('{a,b}'::text[])` are `X
+        // IN (a, b)` (SQLite reads the `[…]` as a quoted name); `X <> ALL
+        // (…)` is `X NOT IN (…)`. A NULL in the list makes both NULL where
+        // nothing matches, as in PostgreSQL, and an empty list is false
+        // (SQLite's `IN ()`) for a NULL X too.
+        let op = last_code(&out).map(|p| p.text.clone()).unwrap_or_default();
+        let negated = match op.as_str() {
+            "=" if t.is("any") || t.is("some") => Some(false),
+            "<>" | "!=" if t.is("all") => Some(true),
+            _ => None,
+        };
+        if let Some(negated) = negated {
             if let Some(list) = any_array(toks, i)? {
-                let at = out
-                    .iter()
-                    .rposition(|p| p.is_punct("="))
-                    .unwrap_or_default();
-                out[at] = Piece::unit("IN".into());
+                let at = out.iter().rposition(|p| p.text == op).unwrap_or_default();
+                out[at] = Piece::unit(if negated { "NOT IN" } else { "IN" }.into());
                 out.push(Piece::unit(list.0));
                 i = list.1;
                 continue;
@@ -454,6 +461,9 @@ fn any_array(toks: &[Tok], at: usize) -> Result<Option<(String, usize)>, ErrorIn
     let Some(open) = next_code(toks, at).filter(|&j| toks[j].is_punct("(")) else {
         return Ok(None);
     };
+    if let Some(lit) = next_code(toks, open).filter(|&j| toks[j].kind == Kind::String) {
+        return array_literal(toks, lit);
+    }
     let Some(array) = next_code(toks, open).filter(|&j| toks[j].is("array")) else {
         return Ok(None);
     };
@@ -471,6 +481,123 @@ fn any_array(toks: &[Tok], at: usize) -> Result<Option<(String, usize)>, ErrorIn
     }
     let list = text_of(&rewrite(&lex(inner))?);
     Ok(Some((format!("({list})"), close + 1)))
+}
+
+/// `'{a,b}'::text[])` at `lit` (after `ANY (`): the elements as a SQL
+/// list `('a', 'b')` of the array's element type, and the index after the
+/// closing `)`. `None` when it is not that form; an error for an element
+/// type other than text and the integers, or a malformed array.
+fn array_literal(toks: &[Tok], lit: usize) -> Result<Option<(String, usize)>, ErrorInfo> {
+    let Some(cast) = next_code(toks, lit).filter(|&j| toks[j].is_cast()) else {
+        return Err(not_translated(
+            "ANY ('{…}') without a cast to the array's type (write '{…}'::text[])",
+        ));
+    };
+    let word = |i: usize| next_code(toks, i).filter(|&k| toks[k].kind == Kind::Word);
+    let mut name = word(cast).ok_or_else(|| not_translated("a `::` cast without a type name"))?;
+    if toks[name].is("pg_catalog") {
+        name = next_code(toks, name)
+            .filter(|&d| toks[d].is_punct("."))
+            .and_then(word)
+            .ok_or_else(|| not_translated("a `::` cast without a type name"))?;
+    }
+    let Some(brackets) = next_code(toks, name).filter(|&j| toks[j].text == "[]") else {
+        return Ok(None);
+    };
+    let Some(close) = next_code(toks, brackets).filter(|&j| toks[j].is_punct(")")) else {
+        return Ok(None);
+    };
+    let ty = match toks[name].text.to_ascii_lowercase().as_str() {
+        "text" | "varchar" | "name" => "text",
+        "int2" | "smallint" => "int2",
+        "int4" | "int" | "integer" => "int4",
+        "int8" | "bigint" => "int8",
+        other => {
+            return Err(not_translated(format!(
+                "ANY of an array of {other} (text and integer arrays are)"
+            )))
+        }
+    };
+    let text = literal(&toks[lit].text).unwrap_or_default();
+    let elements = array_elements(&text)
+        .ok_or_else(|| error("22P02", format!("malformed array literal: \"{text}\"")))?;
+    let mut list = Vec::with_capacity(elements.len());
+    for e in elements {
+        list.push(match e {
+            None => "NULL".to_owned(),
+            Some(s) if ty == "text" => format!("'{}'", s.replace('\'', "''")),
+            Some(s) => match pg_cast(ValueRef::Text(s.as_bytes()), ty) {
+                Ok(SqlValue::Integer(n)) => n.to_string(),
+                Ok(_) => unreachable!("an integer cast gives an integer or an error"),
+                Err(m) if m.contains("out of range") => return Err(error("22003", m)),
+                Err(m) => return Err(error("22P02", m)),
+            },
+        });
+    }
+    Ok(Some((format!("({})", list.join(", ")), close + 1)))
+}
+
+/// The elements of a one-dimensional PostgreSQL array literal (`{a,"b
+/// c",NULL}`): `None` for an unquoted NULL. `None` when malformed or of
+/// more than one dimension.
+fn array_elements(text: &str) -> Option<Vec<Option<String>>> {
+    let inner = text.trim().strip_prefix('{')?.strip_suffix('}')?;
+    let mut out = Vec::new();
+    if inner.trim().is_empty() {
+        return Some(out);
+    }
+    let mut chars = inner.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+            chars.next();
+        }
+        let mut item = String::new();
+        let mut quoted = false;
+        if chars.peek() == Some(&'"') {
+            quoted = true;
+            chars.next();
+            loop {
+                match chars.next()? {
+                    '"' => break,
+                    '\\' => item.push(chars.next()?),
+                    c => item.push(c),
+                }
+            }
+            while chars.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+                chars.next();
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                match c {
+                    ',' => break,
+                    '{' | '}' | '"' => return None,
+                    '\\' => {
+                        chars.next();
+                        item.push(chars.next()?);
+                    }
+                    c => {
+                        item.push(c);
+                        chars.next();
+                    }
+                }
+            }
+            let trimmed = item.trim_end_matches(|c: char| c.is_ascii_whitespace());
+            if trimmed.is_empty() {
+                return None;
+            }
+            item = trimmed.to_owned();
+        }
+        out.push(if !quoted && item.eq_ignore_ascii_case("null") {
+            None
+        } else {
+            Some(item)
+        });
+        match chars.next() {
+            None => return Some(out),
+            Some(',') => {}
+            Some(_) => return None,
+        }
+    }
 }
 
 /// The name PostgreSQL gives `operand::ty` as a result column: the
@@ -854,9 +981,18 @@ fn numeric_cast((digits, scale): &(String, i64), ty: &str) -> Result<Option<Stri
 /// and the index after it.
 fn cast_type(toks: &[Tok], at: usize) -> Result<(&'static str, usize), ErrorInfo> {
     let word = |i: usize| next_code(toks, i).filter(|&k| toks[k].kind == Kind::Word);
-    let Some(first) = word(at) else {
+    let Some(mut first) = word(at) else {
         return Err(not_translated("a `::` cast without a type name"));
     };
+    // `::pg_catalog.text`, as postgres_fdw writes its casts.
+    if toks[first].is("pg_catalog") {
+        if let Some(t) = next_code(toks, first)
+            .filter(|&d| toks[d].is_punct("."))
+            .and_then(word)
+        {
+            first = t;
+        }
+    }
     let mut name = toks[first].text.to_ascii_lowercase();
     let mut last = first;
     // The type names of several words.
@@ -2094,6 +2230,28 @@ mod tests {
         assert_eq!(
             tr("SELECT x FROM t WHERE k = ANY (ARRAY[1, 2])"),
             "SELECT x FROM t WHERE k IN (1, 2)"
+        );
+        // postgres_fdw's form of an IN list: an array literal.
+        assert_eq!(
+            tr("SELECT x FROM t WHERE ((k = ANY ('{de,\"u s\",NULL,it''s}'::text[])))"),
+            "SELECT x FROM t WHERE ((k IN ('de', 'u s', NULL, 'it''s')))"
+        );
+        assert_eq!(
+            tr("SELECT x FROM t WHERE k <> ALL ('{ 1 , -2}'::pg_catalog.int8[])"),
+            "SELECT x FROM t WHERE k NOT IN (1, -2)"
+        );
+        assert_eq!(
+            tr("SELECT 1 WHERE k = SOME ('{}'::int[])"),
+            "SELECT 1 WHERE k IN ()"
+        );
+        assert!(refused("SELECT 1 WHERE k = ANY ('{a}')").contains("without a cast"));
+        assert!(refused("SELECT 1 WHERE k = ANY ('{1.5}'::numeric[])").contains("numeric"));
+        assert!(refused("SELECT 1 WHERE k = ANY ('{{1}}'::int[])").contains("malformed"));
+        assert!(refused("SELECT 1 WHERE k = ANY ('{x}'::int[])").contains("invalid input syntax"));
+        assert!(refused("SELECT 1 WHERE k = ANY ($1::text[])").contains("arrays"));
+        assert_eq!(
+            tr("SELECT 'public.ev'::pg_catalog.regclass, x::pg_catalog.text"),
+            "SELECT pleroma_pg_cast('public.ev', 'regclass'), pleroma_pg_cast(x, 'text')"
         );
         // Past 64 bits an integer literal is numeric.
         assert_eq!(

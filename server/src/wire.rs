@@ -25,6 +25,8 @@ pub(crate) enum ColType {
     Text,
     /// SQLite BLOB.
     Bytea,
+    /// A boolean of the emulated catalog (`attnotnull`), 0 or 1 in SQLite.
+    Bool,
     /// The exact 128-bit total of `PleromaSumExact`, which SQLite returns as
     /// the TEXT of an integer.
     Numeric,
@@ -38,6 +40,7 @@ impl ColType {
             ColType::Text => Type::TEXT,
             ColType::Bytea => Type::BYTEA,
             ColType::Numeric => Type::NUMERIC,
+            ColType::Bool => Type::BOOL,
         }
     }
 
@@ -179,6 +182,8 @@ fn encode_value(buf: &mut BytesMut, v: &Value, t: ColType, f: FieldFormat) -> Re
             buf.put_i32(-1);
             return Ok(());
         }
+        (Value::Integer(i), ColType::Bool) if !text => vec![(*i != 0) as u8],
+        (Value::Integer(i), ColType::Bool) => if *i != 0 { "t" } else { "f" }.into(),
         (Value::Integer(i), ColType::Int8) if !text => i.to_be_bytes().to_vec(),
         (Value::Integer(i), ColType::Int8 | ColType::Text) => i.to_string().into_bytes(),
         (Value::Real(x), ColType::Float8) if !text => x.to_be_bytes().to_vec(),
