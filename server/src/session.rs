@@ -330,13 +330,20 @@ impl Engine {
         let sql = match explained_statement(sql, &words) {
             // The statement explained as the server runs it.
             Some(inner) => {
-                let inner = translate::to_sqlite(&inner)?;
+                let (inner, _) = translate::to_sqlite_bound(&inner)?;
                 explained = format!("PRAGMA pleroma_explain('{}')", inner.replace('\'', "''"));
                 explained.as_str()
             }
             None => sql,
         };
-        let translated = translate::to_sqlite(sql)?;
+        let (translated, casts) = translate::to_sqlite_bound(sql)?;
+        let cast;
+        let params = if casts.is_empty() {
+            params
+        } else {
+            cast = translate::cast_params(params, &casts)?;
+            &cast[..]
+        };
         let rewritten = wire::numbered_placeholders(&translated);
         let sql: &str = &rewritten;
         let before = self.in_transaction();
@@ -519,16 +526,6 @@ impl Engine {
                  PRAGMA pleroma_*): send it with the simple protocol or an unnamed statement",
             ));
         }
-        let explained;
-        let sql = match explained_statement(sql, &words) {
-            // The statement explained as the server runs it.
-            Some(inner) => {
-                let inner = translate::to_sqlite(&inner)?;
-                explained = format!("PRAGMA pleroma_explain('{}')", inner.replace('\'', "''"));
-                explained.as_str()
-            }
-            None => sql,
-        };
         let translated = translate::to_sqlite(sql)?;
         let sql = wire::numbered_placeholders(&translated);
         let stmt = self

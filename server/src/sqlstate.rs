@@ -65,7 +65,7 @@ fn from_sqlite(e: &pleroma::rusqlite::Error, message: &str) -> &'static str {
 }
 
 /// SQLITE_ERROR covers many errors; SQLite's message tells them apart.
-fn from_message(m: &str) -> &'static str {
+pub(crate) fn from_message(m: &str) -> &'static str {
     let has = |s: &str| m.contains(s);
     if has("syntax error") || has("incomplete input") || has("unrecognized token") {
         "42601"

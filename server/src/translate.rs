@@ -31,6 +31,7 @@ use pleroma::rusqlite::functions::{Context, FunctionFlags};
 use pleroma::rusqlite::types::{Value as SqlValue, ValueRef};
 use pleroma::rusqlite::{self, Error as SqlError};
 use pleroma::tokenize::{self, Kind};
+use pleroma::Value;
 
 use crate::sqlstate::error;
 
@@ -54,6 +55,10 @@ const TRIGGERS: [&str; 15] = [
 ];
 
 thread_local! {
+    /// While set ([`to_sqlite_bound`]), a cast of a numbered parameter
+    /// (`$1::int8`) is left to the bind: recorded here, not written.
+    static PARAM_CASTS: std::cell::RefCell<Option<Vec<(usize, &'static str)>>> =
+        const { std::cell::RefCell::new(None) };
     /// Set while a catalog query is rewritten (`to_sqlite_catalog`).
     static CATALOG: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -87,6 +92,73 @@ pub(crate) fn to_sqlite(sql: &str) -> Result<Cow<'_, str>, ErrorInfo> {
     let mut pieces = rewrite(&toks)?;
     name_columns(&mut pieces);
     Ok(Cow::Owned(pieces.iter().map(|p| p.text.as_str()).collect()))
+}
+
+/// As [`to_sqlite`], with each numbered parameter that the statement casts
+/// wherever it uses it, always to the same type (`device = $1::text`, as
+/// postgres_fdw sends a generic plan's parameters), left bare: and those
+/// casts, (parameter number, type), for [`cast_params`] to apply to the
+/// bound values. The value is the same; but a plane serves `device = ?1`,
+/// not `device = pleroma_pg_cast(?1, 'text')`.
+pub(crate) fn to_sqlite_bound(
+    sql: &str,
+) -> Result<(Cow<'_, str>, Vec<(usize, &'static str)>), ErrorInfo> {
+    if !sql.contains('$') || !sql.contains("::") {
+        return Ok((to_sqlite(sql)?, Vec::new()));
+    }
+    PARAM_CASTS.with(|p| *p.borrow_mut() = Some(Vec::new()));
+    let r = to_sqlite(sql);
+    let mut casts = PARAM_CASTS
+        .with(|p| p.borrow_mut().take())
+        .unwrap_or_default();
+    let text = r?;
+    let toks = lex(sql);
+    let uses = |n: usize| {
+        let name = format!("${n}");
+        toks.iter()
+            .filter(|t| t.kind == Kind::Variable && t.text == name)
+            .count()
+    };
+    let each_cast_alike = casts.iter().all(|&(n, ty)| {
+        let of_n = || casts.iter().filter(|c| c.0 == n);
+        of_n().all(|c| c.1 == ty) && of_n().count() == uses(n)
+    });
+    if !each_cast_alike {
+        return Ok((to_sqlite(sql)?, Vec::new()));
+    }
+    casts.sort_unstable();
+    casts.dedup();
+    Ok((text, casts))
+}
+
+/// The bound values with [`to_sqlite_bound`]'s casts applied, as
+/// PostgreSQL applies them; its error where one fails.
+pub(crate) fn cast_params(
+    params: &[Value],
+    casts: &[(usize, &'static str)],
+) -> Result<Vec<Value>, ErrorInfo> {
+    let mut out = params.to_vec();
+    for &(n, ty) in casts {
+        let Some(v) = n.checked_sub(1).and_then(|i| out.get_mut(i)) else {
+            continue;
+        };
+        let raw = match &*v {
+            Value::Null => ValueRef::Null,
+            Value::Integer(i) => ValueRef::Integer(*i),
+            Value::Real(f) => ValueRef::Real(*f),
+            Value::Text(t) => ValueRef::Text(t.as_bytes()),
+            Value::Blob(b) => ValueRef::Blob(b),
+        };
+        let cast = pg_cast(raw, ty).map_err(|m| error(crate::sqlstate::from_message(&m), m))?;
+        *v = match cast {
+            SqlValue::Null => Value::Null,
+            SqlValue::Integer(i) => Value::Integer(i),
+            SqlValue::Real(f) => Value::Real(f),
+            SqlValue::Text(t) => Value::Text(t),
+            SqlValue::Blob(b) => Value::Blob(b),
+        };
+    }
+    Ok(out)
 }
 
 /// Whether `sql` has a PostgreSQL dollar quote (`$$` or `$tag$`) outside
@@ -286,6 +358,23 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
             let operand = pop_operand(&mut out)
                 .ok_or_else(|| not_translated("a `::` cast without an operand"))?;
             let (ty, end) = cast_type(toks, i)?;
+            if let Some(n) = operand
+                .strip_prefix('$')
+                .and_then(|d| d.parse::<usize>().ok())
+            {
+                let left = PARAM_CASTS.with(|p| {
+                    p.borrow_mut()
+                        .as_mut()
+                        .map(|casts| casts.push((n, ty)))
+                        .is_some()
+                });
+                if left {
+                    let name = cast_name(&operand, ty);
+                    out.push(Piece::unit(operand).named(&name));
+                    i = end;
+                    continue;
+                }
+            }
             // The operand's PostgreSQL type where the statement shows it:
             // a cast's (`x::float8::int`).
             let from = ["float8", "numeric"].into_iter().find(|f| {
@@ -2023,6 +2112,41 @@ mod tests {
 
     fn refused(sql: &str) -> String {
         to_sqlite(sql).unwrap_err().message
+    }
+
+    #[test]
+    fn a_parameter_cast_alike_wherever_it_is_used_is_left_to_the_bind() {
+        let bound = |sql: &str| {
+            let (text, casts) = to_sqlite_bound(sql).unwrap();
+            (text.into_owned(), casts)
+        };
+        assert_eq!(
+            bound(
+                "SELECT a FROM public.ev WHERE ((d = $1::text)) AND n > $2::int8 OR m = $1::text"
+            ),
+            (
+                "SELECT a FROM main.ev WHERE ((d = $1)) AND n > $2 OR m = $1".into(),
+                vec![(1, "text"), (2, "int8")]
+            )
+        );
+        // Used bare too, or cast to two types: the cast stays in the SQL.
+        assert_eq!(
+            bound("SELECT $1::text, $1").0,
+            "SELECT pleroma_pg_cast($1, 'text') AS \"text\", $1"
+        );
+        assert_eq!(
+            bound("SELECT $1::text, $1::int").1,
+            Vec::<(usize, &str)>::new()
+        );
+        assert_eq!(bound("SELECT $1::text::int").1, Vec::<(usize, &str)>::new());
+        let v = cast_params(
+            &[Value::Text(" 21 ".into()), Value::Integer(5)],
+            &[(1, "int8"), (2, "text")],
+        )
+        .unwrap();
+        assert_eq!(v, [Value::Integer(21), Value::Text("5".into())]);
+        let e = cast_params(&[Value::Text("x".into())], &[(1, "int4")]).unwrap_err();
+        assert_eq!(e.code, "22P02");
     }
 
     #[test]

@@ -386,6 +386,42 @@ async fn a_postgresql_coordinator_pushes_the_grouped_query_down_to_each_shards_p
     let remote = pushed_down(&coord, &both, (fa, fb), IN_BY_COUNTRY).await;
     assert!(remote[0].contains("= ANY ('{"), "{remote:?}");
 
+    // A generic plan sends its parameters as `$1::text`: the server casts
+    // the bound value and the plane serves `device = ?1`.
+    coord
+        .batch_execute(
+            "SET plan_cache_mode = force_generic_plan;
+             PREPARE by_device(text) AS SELECT country, SUM(cents), COUNT(*) FROM ev \
+             WHERE device = $1 GROUP BY country ORDER BY country",
+        )
+        .await
+        .unwrap();
+    let remote = remote_sql(&coord, "EXECUTE by_device('ios')").await;
+    assert_eq!(remote.len(), 2, "{remote:?}");
+    for (r, shard) in remote.iter().zip([&a, &b]) {
+        assert!(r.contains("$1::text"), "{r}");
+        let explain = text_rows(
+            &shard.client,
+            &format!("PRAGMA pleroma_explain('{}')", r.replace('\'', "''")),
+        )
+        .await
+        .unwrap();
+        assert_eq!(explain[0][0].as_deref(), Some("plane"), "{r}: {explain:?}");
+    }
+    for device in DEVICES {
+        let sql = format!("EXECUTE by_device('{device}')");
+        let want = IOS_BY_COUNTRY.replace("'ios'", &format!("'{device}'"));
+        assert_eq!(
+            cells(&coord, &sql).await.unwrap(),
+            oracle(fa, fb, &want),
+            "{sql}"
+        );
+    }
+    coord
+        .batch_execute("DEALLOCATE by_device; RESET plan_cache_mode")
+        .await
+        .unwrap();
+
     // The tables of a shard, imported: postgres_fdw's IMPORT FOREIGN SCHEMA
     // reads the shard's pg_class and pg_attribute without a schema.
     coord
