@@ -10,8 +10,9 @@
 //! coordinator: `postgres_fdw`, a foreign server and user mapping per
 //! shard, a foreign table per shard as a LIST partition of `ev`,
 //! `enable_partitionwise_aggregate = on`, and the foreign tables' row
-//! counts in `pg_class.reltuples` (ANALYZE of a foreign table fails through
-//! `pleroma serve`, see the docs; the counts are the shards' own). The same
+//! counts in `pg_class.reltuples`, the shards' own counts (what ANALYZE of
+//! a foreign table would store; it works through `pleroma serve`, but reads
+//! every row of the shard to get there). The same
 //! rows are also loaded with COPY into one plain PostgreSQL table
 //! `ev_local` of the same server and ANALYZEd.
 //!
