@@ -627,6 +627,16 @@ pub(crate) fn leading_words(sql: &str, n: usize) -> Vec<String> {
 fn exact_sum_columns(sql: &str, n: usize) -> Vec<bool> {
     use sqlparser as sp;
     let mut out = vec![false; n];
+    // Parsed only when it can matter: a full parse of every statement was
+    // a sixth of a served call's server time.
+    const NAME: &[u8] = b"pleromasumexact";
+    if !sql
+        .as_bytes()
+        .windows(NAME.len())
+        .any(|w| w.eq_ignore_ascii_case(NAME))
+    {
+        return out;
+    }
     let Ok(stmts) = sp::parser::Parser::parse_sql(&sp::dialect::SQLiteDialect {}, sql) else {
         return out;
     };
