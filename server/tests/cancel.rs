@@ -11,6 +11,8 @@
 
 mod common;
 
+use common::{connect, simple_rows as rows};
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -24,41 +26,13 @@ use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::{SecretKey, Startup};
 use pgwire::messages::Message;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+use tokio_postgres::NoTls;
 
 /// Minutes of work for SQLite: ended only by a cancel.
 const ENDLESS: &str = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c \
                        WHERE x < 1000000000) SELECT count(*) FROM c";
 
 const MESSAGE: &str = "canceling statement due to user request";
-
-async fn connect(port: u16) -> Client {
-    let (client, conn) = tokio_postgres::connect(
-        &format!("host=127.0.0.1 port={port} user=t dbname=ledger"),
-        NoTls,
-    )
-    .await
-    .unwrap();
-    tokio::spawn(conn);
-    client
-}
-
-async fn rows(client: &Client, sql: &str) -> Vec<Vec<Cell>> {
-    client
-        .simple_query(sql)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some(
-                (0..r.len())
-                    .map(|i| r.get(i).map_or(Cell::Null, Cell::parse))
-                    .collect(),
-            ),
-            _ => None,
-        })
-        .collect()
-}
 
 /// Waits (through plain SQLite) until the marker row `id` is committed.
 fn wait_for_marker(db: &Path, id: i64) {

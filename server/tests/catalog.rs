@@ -5,25 +5,10 @@
 
 mod common;
 
-use common::{sqlite, Cell};
-use tokio_postgres::{NoTls, SimpleQueryMessage};
+use common::simple_rows as rows;
 
-async fn rows(client: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Cell>> {
-    client
-        .simple_query(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e:?}"))
-        .into_iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some(
-                (0..r.len())
-                    .map(|i| r.get(i).map_or(Cell::Null, Cell::parse))
-                    .collect(),
-            ),
-            _ => None,
-        })
-        .collect()
-}
+use common::sqlite;
+use tokio_postgres::NoTls;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn information_schema_and_pg_catalog_describe_the_file() {

@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::{connect, simple_rows as rows};
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -19,7 +21,6 @@ use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::Startup;
 use pgwire::messages::Message;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
 /// psql with the server's address; its status, standard output and error.
 fn psql(port: u16, args: &[&str]) -> (bool, String, String) {
@@ -121,34 +122,6 @@ fn cells(rows: &[Vec<Option<String>>]) -> Vec<Vec<Cell>> {
 
 fn names(row: &[Option<String>]) -> Vec<&str> {
     row.iter().map(|v| v.as_deref().unwrap()).collect()
-}
-
-async fn connect(port: u16) -> Client {
-    let (client, conn) = tokio_postgres::connect(
-        &format!("host=127.0.0.1 port={port} user=t dbname=ledger"),
-        NoTls,
-    )
-    .await
-    .unwrap();
-    tokio::spawn(conn);
-    client
-}
-
-async fn rows(client: &Client, sql: &str) -> Vec<Vec<Cell>> {
-    client
-        .simple_query(sql)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some(
-                (0..r.len())
-                    .map(|i| r.get(i).map_or(Cell::Null, Cell::parse))
-                    .collect(),
-            ),
-            _ => None,
-        })
-        .collect()
 }
 
 fn path(p: &Path) -> &str {

@@ -5,23 +5,14 @@
 
 mod common;
 
+use common::connect;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::{sqlite, Cell};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
-
-async fn connect(port: u16) -> Client {
-    let (client, conn) = tokio_postgres::connect(
-        &format!("host=127.0.0.1 port={port} user=t dbname=ledger"),
-        NoTls,
-    )
-    .await
-    .unwrap();
-    tokio::spawn(conn);
-    client
-}
 
 async fn count(client: &Client) -> Vec<Vec<Cell>> {
     client

@@ -5,12 +5,14 @@
 
 mod common;
 
+use common::simple_rows;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use common::{sqlite, Cell, QUERIES};
 use tokio_postgres::types::Type;
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+use tokio_postgres::{Client, NoTls};
 use tokio_rustls::rustls;
 
 struct Tls {
@@ -60,23 +62,6 @@ async fn connect_tls(
         tokio_postgres::connect(&conninfo(port, user, password, "require"), connector(pem)).await?;
     tokio::spawn(conn);
     Ok(client)
-}
-
-async fn simple_rows(client: &Client, sql: &str) -> Vec<Vec<Cell>> {
-    client
-        .simple_query(sql)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some(
-                (0..r.len())
-                    .map(|i| r.get(i).map_or(Cell::Null, Cell::parse))
-                    .collect(),
-            ),
-            _ => None,
-        })
-        .collect()
 }
 
 struct Setup {

@@ -167,3 +167,35 @@ pub fn copy_db(db: &Path, copy: &Path) {
     )
     .unwrap();
 }
+
+/// A tokio-postgres client of the server at `port` on loopback (user `t`,
+/// database `ledger`), its connection driven by a task of its own.
+pub async fn connect(port: u16) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(
+        &format!("host=127.0.0.1 port={port} user=t dbname=ledger"),
+        tokio_postgres::NoTls,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("connect to 127.0.0.1:{port}: {e:?}"));
+    tokio::spawn(conn);
+    client
+}
+
+/// The rows of a simple-protocol query as cells; a failed query panics
+/// with the statement and the error.
+pub async fn simple_rows(client: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Cell>> {
+    client
+        .simple_query(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e:?}"))
+        .into_iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => Some(
+                (0..r.len())
+                    .map(|i| r.get(i).map_or(Cell::Null, Cell::parse))
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .collect()
+}
