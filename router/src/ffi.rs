@@ -469,21 +469,23 @@ impl Drop for DataVersion {
     }
 }
 
-/// An INSERT prepared once and run row after row with bound values: the
-/// appender's statement (`connection/append.rs`), which through rusqlite's
-/// statement cache cost a cache lookup per row. Finalized when dropped,
-/// which must happen while its connection is open.
-pub(crate) struct Insert {
+/// A statement prepared once and run again and again with bound values,
+/// outside rusqlite's statement cache, whose lookup, return and rebinding
+/// cost about 1,500 instructions a run: the appender's INSERT
+/// (`connection/append.rs`), and a user's statement run twice in a row
+/// (`Connection::exec_user`). Finalized when dropped, which must happen
+/// while its connection is open.
+pub(crate) struct Prepared {
     db: *mut ffi::sqlite3,
     stmt: *mut ffi::sqlite3_stmt,
 }
 
-impl Insert {
+impl Prepared {
     /// # Safety
     ///
     /// The statement keeps `db`'s raw handle: it must be dropped while `db`
     /// is still open (the appender that holds it borrows the connection).
-    pub unsafe fn prepare(db: &rusqlite::Connection, sql: &str) -> rusqlite::Result<Insert> {
+    pub unsafe fn prepare(db: &rusqlite::Connection, sql: &str) -> rusqlite::Result<Prepared> {
         // SAFETY: the handle is valid while `db` is open (the caller's
         // contract covers the statement's life).
         let handle = unsafe { db.handle() };
@@ -506,17 +508,59 @@ impl Insert {
         if stmt.is_null() {
             return Err(rusqlite::Error::InvalidQuery);
         }
-        Ok(Insert { db: handle, stmt })
+        Ok(Prepared { db: handle, stmt })
     }
 
     /// Bind `row` (one value per parameter, in order), step once and reset:
     /// the outcome rusqlite's `Statement::execute` gives.
     pub fn run(&self, row: &[rusqlite::types::Value]) -> rusqlite::Result<()> {
+        self.bind_all(row)?;
+        self.step_reset().map(drop)
+    }
+
+    /// As rusqlite's `Statement::execute(params_from_iter(params))`: the
+    /// same parameter count check and errors, then `changes()`.
+    pub fn execute(&self, params: &[rusqlite::types::Value]) -> rusqlite::Result<usize> {
+        // SAFETY: `stmt` is a live statement (finalized only in `Drop`).
+        let expected = unsafe { ffi::sqlite3_bind_parameter_count(self.stmt) } as usize;
+        self.bind_all(&params[..params.len().min(expected)])?;
+        let given = params.len().min(expected + 1);
+        if given != expected {
+            return Err(rusqlite::Error::InvalidParameterCount(given, expected));
+        }
+        self.step_reset()
+    }
+
+    /// `sqlite3_stmt_readonly`, as rusqlite's `Statement::readonly`.
+    pub fn readonly(&self) -> bool {
+        // SAFETY: a live statement.
+        unsafe { ffi::sqlite3_stmt_readonly(self.stmt) != 0 }
+    }
+
+    /// Step once and reset: `changes()` when the statement is done.
+    fn step_reset(&self) -> rusqlite::Result<usize> {
+        // SAFETY: a live statement of the open connection `db`; step and
+        // reset in the order SQLite requires.
+        unsafe {
+            let rc = ffi::sqlite3_step(self.stmt);
+            let reset = ffi::sqlite3_reset(self.stmt);
+            match rc {
+                ffi::SQLITE_DONE if reset == ffi::SQLITE_OK => {
+                    Ok(ffi::sqlite3_changes64(self.db) as usize)
+                }
+                ffi::SQLITE_DONE => Err(error(self.db, reset)),
+                ffi::SQLITE_ROW => Err(rusqlite::Error::ExecuteReturnedResults),
+                _ => Err(error(self.db, rc)),
+            }
+        }
+    }
+
+    /// Bind each value of `row` to its parameter (1, 2, …).
+    fn bind_all(&self, row: &[rusqlite::types::Value]) -> rusqlite::Result<()> {
         use rusqlite::types::Value;
         // SAFETY: `stmt` is a live statement of the open connection `db`
         // (finalized only in `Drop`); each bind copies its value
-        // (SQLITE_TRANSIENT) and checks the index; step and reset are
-        // called in the order SQLite requires.
+        // (SQLITE_TRANSIENT) and checks the index.
         unsafe {
             for (i, v) in row.iter().enumerate() {
                 let i = c_int::try_from(i + 1).map_err(|_| rusqlite::Error::InvalidQuery)?;
@@ -544,19 +588,17 @@ impl Insert {
                     return Err(error(self.db, rc));
                 }
             }
-            let rc = ffi::sqlite3_step(self.stmt);
-            let reset = ffi::sqlite3_reset(self.stmt);
-            match rc {
-                ffi::SQLITE_DONE if reset == ffi::SQLITE_OK => Ok(()),
-                ffi::SQLITE_DONE => Err(error(self.db, reset)),
-                ffi::SQLITE_ROW => Err(rusqlite::Error::ExecuteReturnedResults),
-                _ => Err(error(self.db, rc)),
-            }
         }
+        Ok(())
     }
 }
 
-impl Drop for Insert {
+// SAFETY: the statement is only stepped through the connection (or the
+// appender borrowing it) that owns it, from that connection's thread of the
+// moment; SQLite's default threading mode serializes a connection's calls.
+unsafe impl Send for Prepared {}
+
+impl Drop for Prepared {
     fn drop(&mut self) {
         // SAFETY: the connection is still open (see `prepare`), and the
         // statement is finalized exactly once.

@@ -47,7 +47,7 @@ pub struct Appender<'c> {
     /// How the fast path writes, while `batch` is `Fast`.
     plan: Option<Plan>,
     /// The INSERT, prepared once per batch of the fast path.
-    stmt: Option<crate::ffi::Insert>,
+    stmt: Option<crate::ffi::Prepared>,
     /// Rows written in the open batch.
     pending: u64,
     /// Rows given to `append_row` since the appender was made.
@@ -233,7 +233,7 @@ impl Connection {
     /// SQLite did not store (a conflict clause `IGNORE` in the schema, a
     /// trigger's `RAISE(IGNORE)`: the statement succeeds and `changes()` is
     /// 0) is taken back out.
-    fn append_fast(&mut self, plan: &Plan, stmt: &crate::ffi::Insert, row: &[Value]) -> Result<()> {
+    fn append_fast(&mut self, plan: &Plan, stmt: &crate::ffi::Prepared, row: &[Value]) -> Result<()> {
         let mut vals: SmallVec<[Cow<'_, Value>; 8]> = SmallVec::new();
         let mut sure = !plan.plane_cols.is_empty();
         for g in &plan.given {
@@ -405,7 +405,7 @@ impl Appender<'_> {
         };
         // SAFETY: the statement lives in this appender, which borrows the
         // connection: it is finalized before the connection can close.
-        self.stmt = Some(unsafe { crate::ffi::Insert::prepare(&conn.db, &self.insert)? });
+        self.stmt = Some(unsafe { crate::ffi::Prepared::prepare(&conn.db, &self.insert)? });
         self.plan = Some(plan);
         self.batch = Batch::Fast { savepoint };
         Ok(())

@@ -100,6 +100,12 @@ pub struct Connection {
     last_changes: u64,
     /// See [`Connection::rows_before_error`].
     stepped: Option<Rows>,
+    /// The user's statement without result columns last run twice in a
+    /// row, prepared outside rusqlite's cache (`Connection::exec_user`);
+    /// `Drop` finalizes it before `db` closes.
+    hot: Option<(String, crate::ffi::Prepared)>,
+    /// The text of the user's last statement run through the cache.
+    last_text: String,
 }
 
 /// Longest a read waits for another connection's publish of a commit it
@@ -179,6 +185,8 @@ impl Connection {
             guard,
             last_changes: 0,
             stepped: None,
+            hot: None,
+            last_text: String::new(),
             database,
             _member: member,
         };
@@ -482,6 +490,7 @@ impl Drop for Connection {
         hook::uninstall(&mut self.db);
         self.pre_hook = None;
         self.version = None;
+        self.hot = None;
     }
 }
 
@@ -593,6 +602,16 @@ impl Connection {
         facts: &Facts,
     ) -> (rusqlite::Result<(Rows, usize)>, Option<bool>) {
         let mut readonly = None;
+        // A statement without result columns (an INSERT of a batch, an
+        // UPDATE in a loop) run again: stepped as rusqlite's cached
+        // statement would be, without the cache's lookup and return.
+        if let Some((_, stmt)) = self.hot.as_ref().filter(|(text, _)| text == sql) {
+            self.stepped = None;
+            let r = stmt.execute(params).map(|n| (Rows::default(), n));
+            readonly = Some(stmt.readonly());
+            self.note_changes(facts, readonly);
+            return (r, readonly);
+        }
         let r = exec_seen(
             &self.db,
             sql,
@@ -602,6 +621,18 @@ impl Connection {
             &mut self.stepped,
         );
         self.note_changes(facts, readonly);
+        if self.last_text != sql {
+            self.last_text.clear();
+            self.last_text.push_str(sql);
+        } else if r.as_ref().is_ok_and(|(rows, _)| rows.columns.is_empty()) {
+            // The second run in a row: prepared for the next ones. (A
+            // text of several statements fails in `exec_seen`, so this
+            // is one statement, all of it.)
+            // SAFETY: `hot` is dropped before `db` closes (`Drop`).
+            if let Ok(stmt) = unsafe { crate::ffi::Prepared::prepare(&self.db, sql) } {
+                self.hot = Some((sql.to_owned(), stmt));
+            }
+        }
         (r, readonly)
     }
 
