@@ -17,6 +17,8 @@ its cells in microseconds. What differs from ``sqlite3`` is listed in
 'plane'
 """
 
+import collections.abc as _collections_abc
+import operator
 import threading
 from builtins import callable as builtins_callable
 from . import _native
@@ -35,7 +37,7 @@ from ._native import (  # noqa: F401  (the DB-API's names)
 )
 
 __all__ = [
-    "connect", "Connection", "Cursor", "Row", "PrepareProtocol",
+    "connect", "Connection", "Cursor", "Row", "Blob", "PrepareProtocol",
     "register_adapter", "register_converter", "complete_statement",
     "Error", "Warning", "InterfaceError", "DatabaseError", "DataError",
     "OperationalError", "IntegrityError", "InternalError",
@@ -60,15 +62,15 @@ PARSE_COLNAMES = 2
 LEGACY_TRANSACTION_CONTROL = -1
 
 _LEVELS = ("", "DEFERRED", "IMMEDIATE", "EXCLUSIVE")
-# The sqlite3 module's connection methods this package does not have yet
+# The sqlite3 module's connection methods this package does not have
 # (docs/python.md): asking for one raises NotSupportedError, not a
 # bare AttributeError.
 _NOT_SUPPORTED = frozenset((
-    "set_authorizer", "set_progress_handler",
-    "enable_load_extension", "load_extension",
-    "blobopen", "serialize", "deserialize", "getlimit", "setlimit",
-    "getconfig", "setconfig",
+    "enable_load_extension", "load_extension", "getconfig", "setconfig",
 ))
+_INT_MAX = 2**31 - 1
+# Not given: sqlite3's "no value" for an argument that may be None.
+_UNSET = object()
 _INFO_CAPACITY = 1024
 _ROWS_CAPACITY = 64
 
@@ -81,38 +83,68 @@ adapters = {}
 converters = {}
 
 
-def register_adapter(type_, adapter):
-    """Bind values of ``type_`` through ``adapter(value)``."""
-    adapters[(type_, PrepareProtocol)] = adapter
-
-
 def register_converter(typename, converter):
     """Convert columns declared (or named) ``typename`` with ``converter(bytes)``."""
     converters[typename.upper()] = converter
 
 
-def adapt(obj, proto=PrepareProtocol, alt=None, /):
-    """``obj`` adapted for SQLite as the binding would adapt it."""
+# Whether an adapter was registered for int, float, str or bytearray:
+# then every value goes through the adapters, as in sqlite3.
+_base_adapted = False
+
+
+def register_adapter(type_, adapter):
+    """Bind values of ``type_`` through ``adapter(value)``."""
+    global _base_adapted
+    if type_ in (int, float, str, bytearray):
+        _base_adapted = True
+    adapters[(type_, PrepareProtocol)] = adapter
+
+
+def adapt(obj, proto=PrepareProtocol, alt=_UNSET, /):
+    """``obj`` adapted for SQLite as the binding would adapt it: the
+    registered adapter, ``proto.__adapt__(obj)``, ``obj.__conform__(proto)``
+    (a ``TypeError`` of either passes on to the next), else ``alt``."""
     adapter = adapters.get((type(obj), proto))
     if adapter is not None:
         return adapter(obj)
-    conform = getattr(obj, "__conform__", None)
-    if conform is not None:
-        out = conform(proto)
+    for method, arg in ((getattr(proto, "__adapt__", None), obj),
+                        (getattr(obj, "__conform__", None), proto)):
+        if method is None:
+            continue
+        try:
+            out = method(arg)
+        except TypeError:
+            continue
         if out is not None:
             return out
-    if alt is not None:
+    if alt is not _UNSET:
         return alt
     raise ProgrammingError("can't adapt")
+
+
+def enable_shared_cache(enable):
+    """Not supported: SQLite's shared cache changes the locking that the
+    planes' following of other connections rests on (docs/python.md)."""
+    import warnings
+
+    warnings.warn("enable_shared_cache is deprecated and will be removed in Python 3.12. "
+                  "Shared cache is strongly discouraged by the SQLite 3 documentation. "
+                  "If shared cache must be used, open the database in URI mode using"
+                  "the cache=shared query parameter.", DeprecationWarning, stacklevel=2)
+    raise NotSupportedError("pleroma: enable_shared_cache is not supported (docs/python.md)")
 
 
 _callback_tracebacks = False
 
 
 def enable_callback_tracebacks(flag, /):
-    """Print the tracebacks of exceptions in user functions (as ``sqlite3``)."""
+    """Report exceptions in callbacks (functions, aggregates, the
+    authorizer, the progress handler, the trace callback) to
+    ``sys.unraisablehook``, as ``sqlite3`` does."""
     global _callback_tracebacks
     _callback_tracebacks = bool(flag)
+    _native.set_callback_tracebacks(_callback_tracebacks)
 
 
 def _adapt_date(d):
@@ -162,18 +194,28 @@ _BINDABLE = (int, float, str, bytes, bytearray, memoryview)
 def _adapt(value, index):
     """A value that is not of an exact built-in type, through its adapter
     or ``__conform__`` (the native binding calls this)."""
-    adapter = adapters.get((type(value), PrepareProtocol))
-    if adapter is not None:
-        return adapter(value)
-    conform = getattr(value, "__conform__", None)
-    if conform is not None:
-        out = conform(PrepareProtocol)
-        if out is not None:
-            return out
-    if isinstance(value, _BINDABLE):
-        return value
-    raise ProgrammingError(
-        f"Error binding parameter {index}: type '{_type_name(type(value))}' is not supported")
+    out = adapt(value, PrepareProtocol, value)
+    if out is not value or isinstance(value, _BINDABLE):
+        return out
+    try:
+        memoryview(value)  # any buffer binds as a BLOB
+    except TypeError:
+        raise ProgrammingError(
+            f"Error binding parameter {index}: type '{_type_name(type(value))}' "
+            "is not supported") from None
+    return value
+
+
+def _adapt_all(values):
+    """Every value through the adapters, as sqlite3 binds once an adapter
+    was registered for a base type (``_base_adapted``)."""
+    if isinstance(values, dict):
+        return values
+    if isinstance(values, (list, tuple)):
+        # By index, to the length it had: an adapter that shortens the
+        # list makes it an IndexError, as in sqlite3.
+        return [adapt(values[i], PrepareProtocol, values[i]) for i in range(len(values))]
+    return [adapt(v, PrepareProtocol, v) for v in values]
 
 
 def _type_name(t):
@@ -216,6 +258,14 @@ def __getattr__(name):
     if name in ("Date", "Time", "Timestamp"):
         d = _datetime()
         return {"Date": d.date, "Time": d.time, "Timestamp": d.datetime}[name]
+    if name == "OptimizedUnicode":
+        import warnings
+
+        warnings.warn("""
+            OptimizedUnicode is deprecated and will be removed in Python 3.12.
+            Since Python 3.3 it has simply been an alias for 'str'.
+        """, DeprecationWarning, stacklevel=2)
+        return str
     raise AttributeError(f"module 'pleroma' has no attribute '{name}'")
 
 
@@ -269,10 +319,11 @@ class Row:
     __slots__ = ("_keys", "_values")
 
     def __init__(self, cursor, values):
-        if not isinstance(cursor, Cursor):
-            raise TypeError("Row() argument 1 must be pleroma.Cursor")
+        if not issubclass(type(cursor), Cursor):
+            raise TypeError(
+                f"Row() argument 1 must be pleroma.Cursor, not {type(cursor).__name__}")
         if not isinstance(values, tuple):
-            raise TypeError("Row() argument 2 must be tuple")
+            raise TypeError(f"Row() argument 2 must be tuple, not {type(values).__name__}")
         desc = cursor.description or ()
         self._keys = tuple(d[0] for d in desc)
         self._values = values
@@ -288,9 +339,10 @@ class Row:
 
     def __getitem__(self, key):
         if isinstance(key, str):
-            folded = key.upper()
+            # ASCII letters only, as sqlite3 compares names.
+            folded = key.translate(_ASCII_UPPER)
             for i, k in enumerate(self._keys):
-                if k.upper() == folded:
+                if k.translate(_ASCII_UPPER) == folded:
                     return self._values[i]
             raise IndexError("No item with that key")
         if isinstance(key, (int, slice)):
@@ -311,6 +363,224 @@ class Row:
 
     def __repr__(self):
         return f"<pleroma.Row object at {id(self):#x}>"
+
+
+_ASCII_UPPER = {c: c - 32 for c in range(ord("a"), ord("z") + 1)}
+_collections_abc.Sequence.register(Row)
+
+
+class Statement:
+    """What calling a connection with SQL returns: the statement, prepared
+    (as ``sqlite3``'s ``Connection.__call__``)."""
+
+    __slots__ = ()
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("cannot create 'pleroma.Statement' instances")
+
+
+class Blob:
+    """An open BLOB (``Connection.blobopen``): read and written in place,
+    as a file (``read``, ``write``, ``seek``, ``tell``) or by index and
+    slice, as ``sqlite3``'s ``Blob``."""
+
+    __slots__ = ("_con", "_handle", "_length", "_offset", "__weakref__")
+    # A mapping, not a sequence: ``in`` and iteration are refused.
+    __iter__ = None
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("cannot create 'pleroma.Blob' instances")
+
+    @staticmethod
+    def _open(con, handle, length):
+        b = object.__new__(Blob)
+        b._con = con
+        b._handle = handle
+        b._length = length
+        b._offset = 0
+        return b
+
+    def _check(self):
+        self._con._check()
+        if self._handle is None:
+            raise ProgrammingError("Cannot operate on a closed blob.")
+
+    def _read(self, n, offset):
+        return self._io(self._con._native.blob_read, offset, n)
+
+    def _write(self, offset, data):
+        self._io(self._con._native.blob_write, offset, data)
+
+    def _io(self, f, *args):
+        try:
+            return f(self._handle, *args)
+        except OperationalError as e:
+            # SQLITE_ABORT: the row changed, and SQLite let go of the
+            # blob, whose length then reads 0 (sqlite3_blob_bytes).
+            if getattr(e, "sqlite_errorcode", None) == 4:
+                self._length = 0
+            raise
+
+    def close(self):
+        self._con._check()
+        self._close()
+
+    def _close(self):
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            self._con._native.blob_close(handle)
+
+    def __del__(self):
+        try:
+            self._close()
+        except Exception:  # noqa: BLE001 (the connection is gone, or busy)
+            pass
+
+    def __enter__(self):
+        self._check()
+        return self
+
+    def __exit__(self, type, val, tb):  # noqa: A002 (sqlite3's names)
+        self._check()
+        self._close()
+        return False
+
+    def __len__(self):
+        self._check()
+        return self._length
+
+    def tell(self):
+        self._check()
+        return self._offset
+
+    def seek(self, offset, origin=0, /):
+        self._check()
+        offset, origin = _c_int(offset), _c_int(origin)
+        if origin == 1:
+            if offset > _INT_MAX - self._offset:
+                raise OverflowError("seek offset results in overflow")
+            offset += self._offset
+        elif origin == 2:
+            if offset > _INT_MAX - self._length:
+                raise OverflowError("seek offset results in overflow")
+            offset += self._length
+        elif origin != 0:
+            raise ValueError("'origin' should be os.SEEK_SET, os.SEEK_CUR, or os.SEEK_END")
+        if offset < 0 or offset > self._length:
+            raise ValueError("offset out of blob range")
+        self._offset = offset
+
+    def read(self, length=-1, /):
+        self._check()
+        length = _c_int(length)
+        if length < 0:
+            length = self._length
+        length = min(length, self._length - self._offset)
+        data = self._read(length, self._offset)
+        self._offset += length
+        return data
+
+    def write(self, data, /):
+        self._check()
+        data = _bytes_of(data)
+        if len(data) > self._length - self._offset:
+            raise ValueError("data longer than blob length")
+        self._write(self._offset, data)
+        self._offset += len(data)
+
+    def _index(self, item):
+        """``item`` as an index into the blob; ``None`` if it is no index."""
+        if not _is_index(item):
+            return None
+        i = operator.index(item)
+        if not -2**63 <= i < 2**63:
+            raise IndexError(f"cannot fit '{type(item).__name__}' into an index-sized integer")
+        if i < 0:
+            i += self._length
+        if i < 0 or i >= self._length:
+            raise IndexError("Blob index out of range")
+        return i
+
+    def __getitem__(self, item):
+        self._check()
+        i = self._index(item)
+        if i is not None:
+            return self._read(1, i)[0]
+        if isinstance(item, slice):
+            span = range(*item.indices(self._length))
+            if not span:
+                return b""
+            if span.step == 1:
+                return self._read(len(span), span.start)
+            lo = min(span[0], span[-1])
+            data = self._read(max(span[0], span[-1]) + 1 - lo, lo)
+            return bytes(data[i - lo] for i in span)
+        raise TypeError("Blob indices must be integers")
+
+    def __setitem__(self, item, value):
+        self._check()
+        if _is_index(item):
+            # As sqlite3: the value must be an int before the index is
+            # checked, and in range after.
+            byte = operator.index(value)
+            i = self._index(item)
+            if not 0 <= byte <= 255:
+                raise ValueError("byte must be in range(0, 256)")
+            self._write(i, bytes((byte,)))
+            return
+        if isinstance(item, slice):
+            span = range(*item.indices(self._length))
+            data = _bytes_of(value)
+            if len(data) != len(span):
+                raise IndexError("Blob slice assignment is wrong size")
+            if not span:
+                return
+            if span.step == 1:
+                self._write(span.start, data)
+                return
+            lo = min(span[0], span[-1])
+            buf = bytearray(self._read(max(span[0], span[-1]) + 1 - lo, lo))
+            for i, b in zip(span, data):
+                buf[i - lo] = b
+            self._write(lo, bytes(buf))
+            return
+        raise TypeError("Blob indices must be integers")
+
+    def __delitem__(self, item):
+        self._check()
+        if isinstance(item, slice):
+            raise TypeError("Blob doesn't support slice deletion")
+        raise TypeError("Blob doesn't support item deletion")
+
+
+def _is_index(v):
+    return hasattr(type(v), "__index__")
+
+
+def _c_int(v):
+    """``v`` as a C int, as an argument of sqlite3's is taken."""
+    v = operator.index(v)
+    if not -2**31 <= v <= _INT_MAX:
+        raise OverflowError("Python int too large to convert to C int")
+    return v
+
+
+def _bytes_of(data):
+    """The bytes of a bytes-like object, as a ``Py_buffer`` argument takes them."""
+    try:
+        view = memoryview(data)
+    except TypeError:
+        raise TypeError(
+            f"a bytes-like object is required, not '{type(data).__name__}'") from None
+    if not view.c_contiguous:
+        raise BufferError("memoryview: underlying buffer is not C-contiguous")
+    return view.tobytes()
+
+
+def _too_large(sql, limit):
+    """Whether ``sql``'s UTF-8 is longer than ``limit`` bytes."""
+    n = len(sql)
+    return n > limit or (4 * n > limit and len(sql.encode()) > limit)
 
 
 def connect(database, timeout=5.0, detect_types=0, isolation_level="",
@@ -338,6 +608,17 @@ class Connection:
     InternalError = InternalError
     ProgrammingError = ProgrammingError
     NotSupportedError = NotSupportedError
+
+    # What a connection whose __init__ did not run (or failed) holds.
+    _native = None
+    row_factory = None
+    _closed = True
+    _check_same_thread = False
+    # The program's SQLITE_LIMIT_SQL_LENGTH when it set one (see setlimit).
+    _sql_max = None
+    # Whether the program's statements are screened (user.rs): an
+    # authorizer or a limit SQLite checks while preparing is set.
+    _screens = False
 
     def __init__(self, database, timeout=5.0, detect_types=0,
                  isolation_level="", check_same_thread=True, factory=None,
@@ -386,6 +667,8 @@ class Connection:
 
     def _check(self):
         if self._closed:
+            if self._native is None:
+                raise ProgrammingError("Base Connection.__init__ not called.")
             raise ProgrammingError("Cannot operate on a closed database.")
         if self._check_same_thread and threading.get_ident() != self._thread:
             raise ProgrammingError(
@@ -397,6 +680,8 @@ class Connection:
 
     @property
     def isolation_level(self):
+        if self._closed:
+            self._check()
         return self._isolation_level
 
     @isolation_level.setter
@@ -480,7 +765,7 @@ class Connection:
 
     def close(self):
         if self._native is None:
-            return
+            raise ProgrammingError("Base Connection.__init__ not called.")
         if self._check_same_thread and threading.get_ident() != self._thread:
             self._check()
         self._closed = True
@@ -508,10 +793,10 @@ class Connection:
 
     # -- statements -----------------------------------------------------
 
-    def cursor(self, factory=None):
+    def cursor(self, factory=_UNSET):
         self._check()
-        cur = (Cursor if factory is None else factory)(self)
-        if not isinstance(cur, Cursor):
+        cur = (Cursor if factory is _UNSET else factory)(self)
+        if not issubclass(type(cur), Cursor):
             raise TypeError("factory must return a cursor, not " + type(cur).__name__)
         if self.row_factory is not None and cur.row_factory is None:
             cur.row_factory = self.row_factory
@@ -566,6 +851,84 @@ class Connection:
         if self._native.end(verb) and self._trace is not None:
             _call_trace(self._trace, verb)
 
+    def __call__(self, *args):
+        """``sql`` prepared, as a ``Statement`` (``sqlite3``'s call)."""
+        self._check()
+        if len(args) != 1:
+            raise TypeError(f"function takes exactly 1 argument ({len(args)} given)")
+        sql = args[0]
+        if not isinstance(sql, str):
+            raise TypeError(f"argument 1 must be str, not {type(sql).__name__}")
+        info = self._statement(sql)
+        if self._screens and info.names is not None:
+            self._native.screen(info.text or sql)
+        return object.__new__(Statement)
+
+    def set_authorizer(self, authorizer_callback):
+        """Ask ``authorizer_callback(action, arg1, arg2, dbname, source)``
+        about each statement of the program as SQLite prepares it
+        (``SQLITE_OK``, ``SQLITE_DENY``); ``None`` removes it. Pleroma's own
+        statements are not the program's and are not asked about; an
+        answer of ``SQLITE_IGNORE`` raises ``NotSupportedError``."""
+        self._check()
+        self._native.set_authorizer(authorizer_callback)
+        self._screens = self._native.screens()
+
+    def set_progress_handler(self, progress_handler, n):
+        """Call ``progress_handler()`` every ``n`` SQLite instructions; a
+        true answer (or an exception) interrupts the statement. While it is
+        set every statement runs on SQLite, so that it is called."""
+        self._check()
+        self._native.set_progress_handler(progress_handler, n)
+
+    def getlimit(self, category, /):
+        """The connection's limit of ``category`` (``SQLITE_LIMIT_…``)."""
+        self._check()
+        return self._native.getlimit(category)
+
+    def setlimit(self, category, limit, /):
+        """Set the limit of ``category`` (a negative ``limit`` leaves it);
+        returns the limit before."""
+        self._check()
+        before = self._native.setlimit(category, limit)
+        if category == SQLITE_LIMIT_SQL_LENGTH:  # noqa: F405 (from _constants)
+            # Checked by _statement, on the texts it has not read since.
+            self._sql_max = self._native.getlimit(category)
+            self._info.clear()
+        self._screens = self._native.screens()
+        return before
+
+    def blobopen(self, table, column, row, /, *, readonly=False, name="main"):
+        """Open the BLOB in ``table``.``column`` of row ``row`` as a
+        :class:`Blob`. Writing is refused on a table with a plane (the
+        write would pass by the change hook; docs/python.md)."""
+        self._check()
+        for i, arg in ((1, table), (2, column)):
+            if not isinstance(arg, str):
+                raise TypeError(f"blobopen() argument {i} must be str, not {type(arg).__name__}")
+        if not isinstance(name, str):
+            raise TypeError(f"blobopen() argument 'name' must be str, not {type(name).__name__}")
+        if not isinstance(row, int):
+            raise TypeError("expected 'int'")
+        if not -2**63 <= row < 2**63:
+            raise OverflowError("Python int too large to convert to SQLite INTEGER")
+        handle, length = self._native.blob_open(table, column, row, bool(readonly), name)
+        return Blob._open(self, handle, length)
+
+    def serialize(self, *, name="main"):
+        """Database ``name`` as the bytes of its file."""
+        self._check()
+        return self._native.serialize(name)
+
+    def deserialize(self, data, /, *, name="main"):
+        """Replace database ``name`` with ``data`` (the bytes of a database
+        file); the planes are opened again from it. Only on a connection to
+        an in-memory database."""
+        self._check()
+        if isinstance(data, str):  # as sqlite3 takes it: its UTF-8
+            data = data.encode()
+        self._native.deserialize(_bytes_of(data), name)
+
     def backup(self, target, *, pages=-1, progress=None, name="main", sleep=0.250):
         """Copy database ``name`` into ``target`` (another
         :class:`Connection`), as ``sqlite3``'s ``backup``; ``target`` then
@@ -616,6 +979,8 @@ class Connection:
             return info
         if not isinstance(sql, str):
             raise TypeError(f"execute() argument 1 must be str, not {type(sql).__name__}")
+        if self._sql_max is not None and _too_large(sql, self._sql_max):
+            raise DataError("query string is too large")
         if "\x00" in sql:
             raise ProgrammingError("the query contains a null character")
         parts = _native.Native.split(sql)
@@ -686,13 +1051,20 @@ def _bind(info, parameters):
     return seq
 
 
+# The cursors running the program's code (the parameters' iterator of
+# executemany, converters, row factories): using one from there is refused,
+# as in sqlite3 ("Recursive use of cursors not allowed.").
+_busy = set()
+
+
 class Cursor:
     """A DB-API cursor over a :class:`Connection`."""
 
     __slots__ = ("connection", "_arraysize", "row_factory", "description", "rowcount",
                  "lastrowid", "_result", "_converters", "_closed", "__weakref__", "__dict__")
-
     def __init__(self, connection):
+        if _busy and self in _busy:
+            raise ProgrammingError("Recursive use of cursors not allowed.")
         if not isinstance(connection, Connection):
             raise TypeError("Cursor() argument 1 must be pleroma.Connection")
         self.connection = connection
@@ -716,11 +1088,23 @@ class Cursor:
         self._arraysize = value
 
     def _check(self):
-        if self._closed:
+        try:
+            closed = self._closed
+        except AttributeError:
+            raise ProgrammingError("Base Cursor.__init__ not called.") from None
+        if self in _busy:
+            raise ProgrammingError("Recursive use of cursors not allowed.")
+        if closed:
             raise ProgrammingError("Cannot operate on a closed cursor.")
         self.connection._check()
 
     def close(self):
+        if self in _busy:
+            raise ProgrammingError("Recursive use of cursors not allowed.")
+        try:
+            self._closed
+        except AttributeError:
+            raise ProgrammingError("Base Cursor.__init__ not called.") from None
         if self.connection._native is not None:
             self.connection._check()
         self._result = None
@@ -733,8 +1117,12 @@ class Cursor:
         pass
 
     def execute(self, sql, parameters=(), /):
-        if self._closed:
-            raise ProgrammingError("Cannot operate on a closed cursor.")
+        try:
+            closed = self._closed
+        except AttributeError:
+            closed = True
+        if closed or _busy:
+            self._check()
         con = self.connection
         con._check()
         info = con._info.get(sql) or con._statement(sql)
@@ -744,11 +1132,16 @@ class Cursor:
             self.rowcount = -1
             return self
         values = _bind(info, parameters)
+        if _base_adapted:
+            values = _adapt_all(values)
+            adapt_one = None
+        else:
+            adapt_one = _adapt
         begin = con._begin() if info.is_dml else None
         try:
             columns, result, changes, rowid = con._native.run(
-                info.text or sql, values, begin, _adapt, con._trace,
-                sql if con._trace is not None else None)
+                info.text or sql, values, begin, adapt_one, con._trace,
+                sql if con._trace is not None else None, info.names is not None)
         except BaseException:
             self.rowcount = -1
             raise
@@ -806,6 +1199,11 @@ class Cursor:
         self.description = None
         self.rowcount = 0
         native = con._native
+        # As sqlite3: the statement is prepared (and authorized) once, before
+        # the implicit BEGIN.
+        screen = info.names is not None
+        if screen and con._screens:
+            native.screen(info.text or sql)
         begin = con._begin() if info.is_dml else None
         if begin is not None and not native.in_transaction():
             if con._trace is not None:
@@ -814,22 +1212,28 @@ class Cursor:
         if info.blank:
             return self
         # All or nothing: a failed row leaves the database as it was
-        # before the call (docs/python.md).
+        # before the call (docs/python.md). The savepoint is Pleroma's
+        # own: not screened by the program's authorizer.
         params = iter(seq_of_parameters)
         first = True
         opened = False  # the savepoint began the transaction
         total = 0
+        adapt_one = None if _base_adapted else _adapt
+        _busy.add(self)
         try:
             for p in params:
                 values = _bind(info, p)
+                if _base_adapted:
+                    values = _adapt_all(values)
                 if first:
                     opened = not native.in_transaction()
-                    native.run("SAVEPOINT pleroma_executemany", ())
+                    native.run("SAVEPOINT pleroma_executemany", (), screen=False)
                     first = False
-                _, _, changes, _ = native.run(info.text or sql, values, None, _adapt, con._trace)
+                _, _, changes, _ = native.run(info.text or sql, values, None, adapt_one,
+                                              con._trace, None, False)
                 total += changes
             if not first:
-                native.run("RELEASE pleroma_executemany", ())
+                native.run("RELEASE pleroma_executemany", (), screen=False)
         except BaseException:
             self.rowcount = -1
             if not first:
@@ -838,13 +1242,15 @@ class Cursor:
                 # a lock left it open, and later writes were lost with it).
                 try:
                     if opened:
-                        native.end("ROLLBACK")
+                        native.end("ROLLBACK", False)
                     else:
-                        native.run("ROLLBACK TO pleroma_executemany", ())
-                        native.run("RELEASE pleroma_executemany", ())
+                        native.run("ROLLBACK TO pleroma_executemany", (), screen=False)
+                        native.run("RELEASE pleroma_executemany", (), screen=False)
                 except Error:
                     pass
             raise
+        finally:
+            _busy.discard(self)
         self.rowcount = total if info.is_dml else -1
         return self
 
@@ -853,20 +1259,24 @@ class Cursor:
         if not isinstance(sql_script, str):
             raise TypeError(
                 f"executescript() argument must be str, not {type(sql_script).__name__}")
+        con = self.connection
+        if con._sql_max is not None and _too_large(sql_script, con._sql_max):
+            raise DataError("query string is too large")
         if "\x00" in sql_script:
             raise ValueError("embedded null character")
-        con = self.connection
         if con._autocommit is not True:
             con._end("COMMIT")
         self._result = None
         self.description = None
-        if con._trace is None:
+        if con._trace is None and not con._screens:
             con._native.script(sql_script)
         else:
-            # One statement at a time, each traced as it runs.
+            # One statement at a time, each traced (and screened) as it runs.
             for raw, part in _native.Native.split_traced(sql_script):
-                _call_trace(con._trace, raw)
-                con._native.run(part, ())
+                if con._trace is not None:
+                    _call_trace(con._trace, raw)
+                screen = con._statement(part).names is not None
+                con._native.run(part, (), screen=screen)
         return self
 
     def _text(self):
@@ -877,13 +1287,19 @@ class Cursor:
         return self._converters is None and self.row_factory is None
 
     def _finish(self, rows):
-        convs = self._converters
-        if convs is not None:
-            rows = [tuple(_convert(c, v) for c, v in zip(convs, t)) for t in rows]
-        f = self.row_factory
-        if f is not None:
-            rows = [f(self, t) for t in rows]
-        return rows
+        # Converters and row factories are the program's: the cursor is
+        # locked while they run, as in sqlite3.
+        _busy.add(self)
+        try:
+            convs = self._converters
+            if convs is not None:
+                rows = [tuple(_convert(c, v) for c, v in zip(convs, t)) for t in rows]
+            f = self.row_factory
+            if f is not None:
+                rows = [f(self, t) for t in rows]
+            return rows
+        finally:
+            _busy.discard(self)
 
     def fetchone(self):
         self._check()
@@ -909,8 +1325,12 @@ class Cursor:
         return self._finish(rows)
 
     def fetchall(self):
-        con = self.connection
-        if self._closed or con._closed:
+        try:
+            con = self.connection
+            bad = self._closed or con._closed or _busy
+        except AttributeError:
+            bad = True
+        if bad:
             self._check()
         result = self._result
         if result is None:
@@ -1023,16 +1443,17 @@ def _dump_rows(con, table):
 def _call_trace(trace, sql):
     try:
         trace(sql)
-    except Exception:  # noqa: BLE001 (sqlite3 ignores it too)
+    except Exception as e:  # noqa: BLE001 (sqlite3 ignores it too)
         if _callback_tracebacks:
-            import traceback
-
-            traceback.print_exc()
+            _native.unraisable(e, trace)
 
 
 def _convert(conv, v):
     if conv is None or v is None:
         return v
+    if v == b"" or v == "":
+        # sqlite3 hands a converter sqlite3_column_blob(), NULL when empty.
+        return None
     if isinstance(v, bytes):
         return conv(v)
     if isinstance(v, str):

@@ -7,6 +7,10 @@
 
 use std::sync::{Mutex, MutexGuard};
 
+mod blob;
+mod image;
+mod user;
+
 use pleroma::rusqlite::{self, ffi};
 use pleroma::{Rows, Value};
 use pyo3::create_exception;
@@ -181,8 +185,7 @@ fn to_value(
         Ok(Value::Blob(b.as_bytes().to_vec()))
     } else if let Ok(b) = v.cast::<PyByteArray>() {
         Ok(Value::Blob(b.to_vec()))
-    } else if v.cast::<PyMemoryView>().is_ok() {
-        let b: Vec<u8> = v.call_method0("tobytes")?.extract()?;
+    } else if let Some(b) = buffer_bytes(v)? {
         Ok(Value::Blob(b))
     } else {
         let name = v.get_type().qualname()?;
@@ -190,6 +193,29 @@ fn to_value(
             "Error binding parameter {index}: type '{name}' is not supported"
         )))
     }
+}
+
+/// The bytes of an object with the buffer protocol (a `memoryview`, an
+/// `array.array`), which `sqlite3` binds as a BLOB; `None` for any other
+/// object. A buffer that is not C-contiguous raises `BufferError`, as
+/// `sqlite3`'s `PyObject_GetBuffer` does.
+fn buffer_bytes(v: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u8>>> {
+    let py = v.py();
+    let view = if v.cast::<PyMemoryView>().is_ok() {
+        v.clone()
+    } else {
+        match PyMemoryView::from(v) {
+            Ok(m) => m.into_any(),
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyTypeError>(py) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+    };
+    if !view.getattr("c_contiguous")?.is_truthy()? {
+        return Err(pyo3::exceptions::PyBufferError::new_err(
+            "memoryview: underlying buffer is not C-contiguous",
+        ));
+    }
+    Ok(Some(view.call_method0("tobytes")?.extract()?))
 }
 
 fn to_values(params: &Bound<'_, PyAny>, adapt: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Value>> {
@@ -204,10 +230,10 @@ fn to_values(params: &Bound<'_, PyAny>, adapt: Option<&Bound<'_, PyAny>>) -> PyR
             .collect();
     }
     if let Ok(l) = params.cast::<PyList>() {
-        return l
-            .iter()
-            .enumerate()
-            .map(|(i, v)| to_value(&v, i + 1, adapt))
+        // By index, to the length it had: an adapter that shortens the
+        // list makes it an IndexError, as in sqlite3.
+        return (0..l.len())
+            .map(|i| to_value(&l.get_item(i)?, i + 1, adapt))
             .collect();
     }
     params
@@ -240,6 +266,21 @@ fn to_py_value(py: Python<'_>, v: &Value, text: Option<&Bound<'_, PyAny>>) -> Py
     })
 }
 
+/// TEXT that is not UTF-8 in column `col` of `sql`'s result, as
+/// `sqlite3` reports it (`OperationalError`, naming the column); the text
+/// itself is not kept by the router.
+fn undecodable(c: &pleroma::Connection, sql: &str, col: usize, e: std::str::Utf8Error) -> Fail {
+    let name = c
+        .sqlite()
+        .prepare(sql)
+        .ok()
+        .and_then(|s| s.column_name(col).ok().map(str::to_owned))
+        .unwrap_or_else(|| col.to_string());
+    Fail::Py(OperationalError::new_err(format!(
+        "Could not decode to UTF-8 column '{name}': {e}"
+    )))
+}
+
 fn closed() -> PyErr {
     ProgrammingError::new_err("Cannot operate on a closed database.")
 }
@@ -262,6 +303,60 @@ struct Native {
     /// statement calls, using the same connection, is refused instead of
     /// waiting for itself.
     holder: std::sync::atomic::AtomicU64,
+    /// The blob handles open on the connection; used only under `conn`'s
+    /// lock, and closed before the connection closes.
+    blobs: Mutex<blob::Blobs>,
+    /// The program's authorizer, progress handler and limits; used only
+    /// under `conn`'s lock.
+    user: Mutex<user::User>,
+}
+
+impl Drop for Native {
+    fn drop(&mut self) {
+        // SQLite does not close a connection with open blobs.
+        self.blobs
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .close_all();
+    }
+}
+
+/// Why a call failed, turned into the Python exception once the
+/// connection's lock is let go.
+enum Fail {
+    Pleroma(pleroma::Error),
+    /// SQLite's extended result code and message.
+    Sqlite(i32, String),
+    Py(PyErr),
+}
+
+impl From<pleroma::Error> for Fail {
+    fn from(e: pleroma::Error) -> Fail {
+        Fail::Pleroma(e)
+    }
+}
+
+impl Fail {
+    fn into_py(self, py: Python<'_>) -> PyErr {
+        match self {
+            Fail::Pleroma(e) => to_py(py, e),
+            Fail::Sqlite(code, msg) => sqlite_error(py, code, msg),
+            Fail::Py(e) => e,
+        }
+    }
+}
+
+/// The raw handle of `c`, for the SQLite calls rusqlite does not wrap
+/// here; used only while `c`'s lock is held.
+fn handle(c: &pleroma::Connection) -> *mut ffi::sqlite3 {
+    // SAFETY: getting the pointer is safe; each use of it is an unsafe
+    // block of its own, on an open connection.
+    unsafe { c.sqlite().handle() }
+}
+
+/// The lock of a mutex that only `conn`'s holder takes.
+fn inner<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Both connections' locks, taken in one order (by address) so that two
@@ -320,6 +415,16 @@ impl Native {
         py: Python<'_>,
         f: impl FnOnce(&mut pleroma::Connection) -> pleroma::Result<T> + Send,
     ) -> PyResult<T> {
+        self.with_fail(py, |c| f(c).map_err(Fail::from))
+    }
+
+    /// [`Native::with`] for a call that fails with more than Pleroma's
+    /// errors.
+    fn with_fail<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut pleroma::Connection) -> Result<T, Fail> + Send,
+    ) -> PyResult<T> {
         use std::sync::atomic::Ordering;
         let me = thread_number();
         if self.holder.load(Ordering::Acquire) == me {
@@ -335,7 +440,7 @@ impl Native {
         match r {
             None => Err(closed()),
             Some(Ok(v)) => Ok(v),
-            Some(Err(e)) => Err(to_py(py, e)),
+            Some(Err(e)) => Err(e.into_py(py)),
         }
     }
 }
@@ -345,14 +450,13 @@ impl Native {
     /// Open `path` (`":memory:"` for a private database; a `file:` URI
     /// when `uri`), waiting up to `timeout` seconds for a lock.
     #[new]
-    fn new(py: Python<'_>, path: &str, timeout: f64, uri: bool) -> PyResult<Self> {
+    fn new(py: Python<'_>, path: std::path::PathBuf, timeout: f64, uri: bool) -> PyResult<Self> {
         let mut flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
             | rusqlite::OpenFlags::SQLITE_OPEN_CREATE
             | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
         if uri {
             flags |= rusqlite::OpenFlags::SQLITE_OPEN_URI;
         }
-        let path = path.to_owned();
         let r = py.detach(move || -> pleroma::Result<pleroma::Connection> {
             let db = rusqlite::Connection::open_with_flags(&path, flags)?;
             let ms = (timeout.max(0.0) * 1000.0).min(i32::MAX as f64) as u64;
@@ -366,6 +470,8 @@ impl Native {
                 interrupt: c.sqlite().get_interrupt_handle(),
                 conn: Mutex::new(Some(c)),
                 closed: std::sync::atomic::AtomicBool::new(false),
+                blobs: Default::default(),
+                user: Default::default(),
             }),
             Err(pleroma::Error::Sqlite(rusqlite::Error::SqliteFailure(f, _)))
                 if f.code == rusqlite::ErrorCode::CannotOpen =>
@@ -387,7 +493,9 @@ impl Native {
     /// statement with its parameters expanded), as `sqlite3`'s trace
     /// callback is, whether it then fails or not.
     /// `written`: the statement as the program wrote it, for the trace.
-    #[pyo3(signature = (sql, params, begin=None, adapt=None, trace=None, written=None))]
+    /// `screen`: the statement is the program's, and prepares on SQLite:
+    /// the program's authorizer and limits apply to it (`user.rs`).
+    #[pyo3(signature = (sql, params, begin=None, adapt=None, trace=None, written=None, screen=true))]
     #[allow(clippy::too_many_arguments)]
     fn run(
         &self,
@@ -398,12 +506,22 @@ impl Native {
         adapt: Option<Bound<'_, PyAny>>,
         trace: Option<Bound<'_, PyAny>>,
         written: Option<&str>,
+        screen: bool,
     ) -> PyResult<(Option<Py<PyList>>, NativeResult, u64, i64)> {
         let values = to_values(params, adapt.as_ref())?;
         self.raised.lock().unwrap_or_else(|e| e.into_inner()).take();
         let tracing = trace.is_some();
         let mut traced: Vec<String> = Vec::new();
-        let r = self.with(py, |c| {
+        let r = self.with_fail(py, |c| {
+            {
+                let user = inner(&self.user);
+                if screen && user.screens() {
+                    user.screen(c, sql)?;
+                    if let Some(b) = begin.filter(|_| c.is_autocommit()) {
+                        user.screen(c, b)?;
+                    }
+                }
+            }
             if let Some(b) = begin {
                 if c.is_autocommit() {
                     if tracing {
@@ -422,7 +540,12 @@ impl Native {
                     traced.push(t);
                 }
             }
-            let rows = c.query(sql, &values)?;
+            let rows = match c.query(sql, &values) {
+                Err(pleroma::Error::Sqlite(rusqlite::Error::Utf8Error(col, e))) => {
+                    return Err(undecodable(c, sql, col, e));
+                }
+                r => r?,
+            };
             Ok((rows, c.changes(), c.last_insert_rowid()))
         });
         if let Some(e) = self.raised.lock().unwrap_or_else(|e| e.into_inner()).take() {
@@ -432,7 +555,9 @@ impl Native {
             for s in traced {
                 // As sqlite3: an error in the trace callback is not the
                 // statement's.
-                let _ = t.call1((s,));
+                if let Err(e) = t.call1((s,)) {
+                    report(py, e, t);
+                }
             }
         }
         let (rows, changes, rowid) = r?;
@@ -455,11 +580,18 @@ impl Native {
     /// `COMMIT` or `ROLLBACK` (`verb`) when a transaction is open, checked
     /// and run under one lock (another thread may share the connection).
     /// Returns whether it ran.
-    fn end(&self, py: Python<'_>, verb: &str) -> PyResult<bool> {
-        self.with(py, |c| {
+    /// `screen`: the program's own (its authorizer is asked).
+    #[pyo3(signature = (verb, screen=true))]
+    fn end(&self, py: Python<'_>, verb: &str, screen: bool) -> PyResult<bool> {
+        self.with_fail(py, |c| {
             if c.is_autocommit() {
                 return Ok(false);
             }
+            let user = inner(&self.user);
+            if screen && user.screens() {
+                user.screen(c, verb)?;
+            }
+            drop(user);
             c.execute(verb, &[])?;
             Ok(true)
         })
@@ -559,9 +691,118 @@ impl Native {
         }
         self.closed
             .store(true, std::sync::atomic::Ordering::Release);
-        let c = py.detach(|| self.lock().take());
+        let (c, progress) = py.detach(|| {
+            let mut g = self.lock();
+            inner(&self.blobs).close_all();
+            let progress = inner(&self.user).clear();
+            (g.take(), progress)
+        });
         py.detach(move || drop(c));
+        // The handler's callable, once SQLite can no longer call it.
+        drop(progress);
         Ok(())
+    }
+
+    /// Screen the program's statement `sql` (`user.rs`): SQLite's error if
+    /// the program's authorizer or limits refuse it.
+    fn screen(&self, py: Python<'_>, sql: &str) -> PyResult<()> {
+        self.with_fail(py, |c| {
+            let user = inner(&self.user);
+            if user.screens() {
+                user.screen(c, sql)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Whether the program's statements are screened (`user.rs`).
+    fn screens(&self, py: Python<'_>) -> PyResult<bool> {
+        self.with_fail(py, |_| Ok(inner(&self.user).screens()))
+    }
+
+    /// Set (or, with `None`, clear) the program's authorizer.
+    fn set_authorizer(&self, py: Python<'_>, callback: Option<Py<PyAny>>) -> PyResult<()> {
+        self.with_fail(py, |_| {
+            inner(&self.user).set_authorizer(callback);
+            Ok(())
+        })
+    }
+
+    /// Set (or, with `None` or `n` < 1, clear) the program's progress
+    /// handler.
+    fn set_progress_handler(
+        &self,
+        py: Python<'_>,
+        handler: Option<Py<PyAny>>,
+        n: i32,
+    ) -> PyResult<()> {
+        let old = self.with_fail(py, |c| Ok(inner(&self.user).set_progress(c, handler, n)))?;
+        drop(old);
+        Ok(())
+    }
+
+    /// `getlimit(category)`.
+    fn getlimit(&self, py: Python<'_>, category: i32) -> PyResult<i32> {
+        self.with_fail(py, |c| inner(&self.user).limit(c, category))
+    }
+
+    /// `setlimit(category, limit)`: the limit before.
+    fn setlimit(&self, py: Python<'_>, category: i32, limit: i32) -> PyResult<i32> {
+        self.with_fail(py, |c| inner(&self.user).set_limit(c, category, limit))
+    }
+
+    /// Open a blob: its handle's number and its length.
+    fn blob_open(
+        &self,
+        py: Python<'_>,
+        table: &str,
+        column: &str,
+        row: i64,
+        readonly: bool,
+        name: &str,
+    ) -> PyResult<(u64, i32)> {
+        self.with_fail(py, |c| {
+            inner(&self.blobs).open(c, name, table, column, row, readonly)
+        })
+    }
+
+    /// `n` bytes of blob `id` from `offset`.
+    fn blob_read<'py>(
+        &self,
+        py: Python<'py>,
+        id: u64,
+        offset: i32,
+        n: i32,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let b = self.with_fail(py, |c| inner(&self.blobs).read(c, id, offset, n))?;
+        Ok(PyBytes::new(py, &b))
+    }
+
+    /// Write `data` into blob `id` at `offset`.
+    fn blob_write(&self, py: Python<'_>, id: u64, offset: i32, data: &[u8]) -> PyResult<()> {
+        self.with_fail(py, |c| inner(&self.blobs).write(c, id, offset, data))
+    }
+
+    /// Close blob `id` (nothing when it is closed, or the connection is).
+    fn blob_close(&self, py: Python<'_>, id: u64) -> PyResult<()> {
+        if self.is_closed() {
+            return Ok(());
+        }
+        self.with_fail(py, |_| {
+            inner(&self.blobs).close(id);
+            Ok(())
+        })
+    }
+
+    /// The bytes of database `name`.
+    fn serialize<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let b = self.with_fail(py, |c| image::serialize(c, name))?;
+        Ok(PyBytes::new(py, &b))
+    }
+
+    /// Replace database `name` with `data`.
+    fn deserialize(&self, py: Python<'_>, data: &[u8], name: &str) -> PyResult<()> {
+        self.with_fail(py, |c| image::deserialize(c, data, name))
     }
 
     /// Copy database `name` of this connection into `target`'s main
@@ -817,8 +1058,67 @@ impl std::fmt::Display for RaisedInAggregate {
 
 impl std::error::Error for RaisedInAggregate {}
 
-fn agg_fail(what: &'static str) -> impl Fn(PyErr) -> rusqlite::Error {
-    move |_| rusqlite::Error::UserFunctionError(Box::new(RaisedInAggregate(what)))
+/// An exception in the aggregate class `class`'s method `what`, as
+/// SQLite's error ([`callback_error`]).
+fn agg_fail<'a>(
+    py: Python<'a>,
+    class: &'a Py<PyAny>,
+    what: &'static str,
+) -> impl Fn(PyErr) -> rusqlite::Error + 'a {
+    move |e| callback_error(py, e, class.bind(py), Box::new(RaisedInAggregate(what)))
+}
+
+/// Whether an exception in a callback is reported to
+/// `sys.unraisablehook` (`enable_callback_tracebacks`).
+static TRACEBACKS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `enable_callback_tracebacks(flag)`'s part here.
+#[pyfunction]
+fn set_callback_tracebacks(flag: bool) {
+    TRACEBACKS.store(flag, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Report `exc` to `sys.unraisablehook` with `obj` as its object, as
+/// `sqlite3` reports an exception in a callback it cannot raise.
+#[pyfunction]
+fn unraisable(exc: Bound<'_, pyo3::exceptions::PyBaseException>, obj: Bound<'_, PyAny>) {
+    PyErr::from_value(exc.into_any()).write_unraisable(obj.py(), Some(&obj));
+}
+
+/// Report an exception of the callback `callable` that SQLite cannot
+/// raise, when `enable_callback_tracebacks` asked for it.
+fn report(py: Python<'_>, e: PyErr, callable: &Bound<'_, PyAny>) {
+    if TRACEBACKS.load(std::sync::atomic::Ordering::Relaxed) {
+        e.write_unraisable(py, Some(callable));
+    }
+}
+
+/// A Python exception inside a function or aggregate, as `sqlite3` turns
+/// it into the statement's error (its `set_sqlite_error`): a
+/// `MemoryError` is SQLite's out of memory, an `OverflowError` SQLite's
+/// "string or blob too big", anything else `message`; reported with the
+/// callable as its object.
+fn callback_error(
+    py: Python<'_>,
+    e: PyErr,
+    callable: &Bound<'_, PyAny>,
+    message: Box<dyn std::error::Error + Send + Sync>,
+) -> rusqlite::Error {
+    let code = if e.is_instance_of::<pyo3::exceptions::PyMemoryError>(py) {
+        Some(ffi::SQLITE_NOMEM)
+    } else if e.is_instance_of::<PyOverflowError>(py) {
+        Some(ffi::SQLITE_TOOBIG)
+    } else {
+        None
+    };
+    report(py, e, callable);
+    match code {
+        // No message of ours: rusqlite would set it after the code, which
+        // turns the code back into SQLITE_ERROR; SQLite's own message for
+        // the code is the one wanted.
+        Some(code) => rusqlite::Error::SqliteFailure(ffi::Error::new(code), None),
+        None => rusqlite::Error::UserFunctionError(message),
+    }
 }
 
 /// The arguments of a call, as Python values.
@@ -851,7 +1151,11 @@ impl rusqlite::functions::Aggregate<std::panic::AssertUnwindSafe<Py<PyAny>>, Val
         _: &mut rusqlite::functions::Context<'_>,
     ) -> rusqlite::Result<std::panic::AssertUnwindSafe<Py<PyAny>>> {
         Python::attach(|py| {
-            let obj = self.class.bind(py).call0().map_err(agg_fail("__init__"))?;
+            let obj = self
+                .class
+                .bind(py)
+                .call0()
+                .map_err(agg_fail(py, &self.class, "__init__"))?;
             Ok(std::panic::AssertUnwindSafe(obj.unbind()))
         })
     }
@@ -862,12 +1166,14 @@ impl rusqlite::functions::Aggregate<std::panic::AssertUnwindSafe<Py<PyAny>>, Val
         acc: &mut std::panic::AssertUnwindSafe<Py<PyAny>>,
     ) -> rusqlite::Result<()> {
         Python::attach(|py| {
-            let args = call_args(py, ctx).map_err(agg_fail("step"))?;
-            let step = acc
-                .bind(py)
-                .getattr("step")
-                .map_err(agg_fail("step not defined"))?;
-            step.call1(args).map_err(agg_fail("step"))?;
+            let args = call_args(py, ctx).map_err(agg_fail(py, &self.class, "step"))?;
+            let step = acc.bind(py).getattr("step").map_err(agg_fail(
+                py,
+                &self.class,
+                "step not defined",
+            ))?;
+            step.call1(args)
+                .map_err(agg_fail(py, &self.class, "step"))?;
             Ok(())
         })
     }
@@ -883,12 +1189,15 @@ impl rusqlite::functions::Aggregate<std::panic::AssertUnwindSafe<Py<PyAny>>, Val
             return Ok(Value::Null);
         };
         Python::attach(|py| {
-            let finalize = acc
-                .bind(py)
-                .getattr("finalize")
-                .map_err(agg_fail("finalize not defined"))?;
-            let out = finalize.call0().map_err(agg_fail("finalize"))?;
-            result_value(py, &out, agg_fail("finalize"))
+            let finalize = acc.bind(py).getattr("finalize").map_err(agg_fail(
+                py,
+                &self.class,
+                "finalize not defined",
+            ))?;
+            let out = finalize
+                .call0()
+                .map_err(agg_fail(py, &self.class, "finalize"))?;
+            result_value(&out, agg_fail(py, &self.class, "finalize"))
         })
     }
 }
@@ -906,12 +1215,13 @@ impl rusqlite::functions::WindowAggregate<std::panic::AssertUnwindSafe<Py<PyAny>
             return Ok(Value::Null);
         };
         Python::attach(|py| {
-            let value = acc
-                .bind(py)
-                .getattr("value")
-                .map_err(agg_fail("value not defined"))?;
-            let out = value.call0().map_err(agg_fail("value"))?;
-            result_value(py, &out, agg_fail("value"))
+            let value = acc.bind(py).getattr("value").map_err(agg_fail(
+                py,
+                &self.class,
+                "value not defined",
+            ))?;
+            let out = value.call0().map_err(agg_fail(py, &self.class, "value"))?;
+            result_value(&out, agg_fail(py, &self.class, "value"))
         })
     }
 
@@ -921,35 +1231,27 @@ impl rusqlite::functions::WindowAggregate<std::panic::AssertUnwindSafe<Py<PyAny>
         acc: &mut std::panic::AssertUnwindSafe<Py<PyAny>>,
     ) -> rusqlite::Result<()> {
         Python::attach(|py| {
-            let args = call_args(py, ctx).map_err(agg_fail("inverse"))?;
-            let inverse = acc
-                .bind(py)
-                .getattr("inverse")
-                .map_err(agg_fail("inverse not defined"))?;
-            inverse.call1(args).map_err(agg_fail("inverse"))?;
+            let args = call_args(py, ctx).map_err(agg_fail(py, &self.class, "inverse"))?;
+            let inverse = acc.bind(py).getattr("inverse").map_err(agg_fail(
+                py,
+                &self.class,
+                "inverse not defined",
+            ))?;
+            inverse
+                .call1(args)
+                .map_err(agg_fail(py, &self.class, "inverse"))?;
             Ok(())
         })
     }
 }
 
-/// What a Python function returned, as SQLite's result: an int past 64
-/// bits is SQLite's "string or blob too big" (`SQLITE_TOOBIG`), as in
-/// `sqlite3`; any other error is `fail`'s.
+/// What a Python function returned, as SQLite's result (an int past 64
+/// bits is `fail`'s `OverflowError`, SQLite's "string or blob too big").
 fn result_value(
-    py: Python<'_>,
     out: &Bound<'_, PyAny>,
     fail: impl Fn(PyErr) -> rusqlite::Error,
 ) -> rusqlite::Result<Value> {
-    to_value(out, 0, None).map_err(|e| {
-        if e.is_instance_of::<PyOverflowError>(py) {
-            // No message of ours: rusqlite would set it after the code,
-            // which turns the code back into SQLITE_ERROR; SQLite's own
-            // message for the code is the one wanted.
-            rusqlite::Error::SqliteFailure(ffi::Error::new(ffi::SQLITE_TOOBIG), None)
-        } else {
-            fail(e)
-        }
-    })
+    to_value(out, 0, None).map_err(fail)
 }
 
 /// The error a Python function's exception becomes inside SQLite; the
@@ -990,10 +1292,10 @@ fn call_function(
             };
             args.push(v);
         }
-        let fail = |_| rusqlite::Error::UserFunctionError(Box::new(RaisedInFunction));
+        let fail = |e| callback_error(py, e, func.bind(py), Box::new(RaisedInFunction));
         let args = PyTuple::new(py, args).map_err(fail)?;
         let out = func.bind(py).call1(args).map_err(fail)?;
-        result_value(py, &out, fail)
+        result_value(&out, fail)
     })
 }
 
@@ -1124,5 +1426,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ProgrammingError", py.get_type::<ProgrammingError>())?;
     m.add("NotSupportedError", py.get_type::<NotSupportedError>())?;
     m.add("sqlite_version", rusqlite::version())?;
+    m.add_function(pyo3::wrap_pyfunction!(set_callback_tracebacks, m)?)?;
+    m.add_function(pyo3::wrap_pyfunction!(unraisable, m)?)?;
     Ok(())
 }
