@@ -1051,9 +1051,10 @@ def _bind(info, parameters):
     return seq
 
 
-# The cursors running the program's code (the parameters' iterator of
-# executemany, converters, row factories): using one from there is refused,
-# as in sqlite3 ("Recursive use of cursors not allowed.").
+# The cursors (by id: a subclass may be unhashable) running the program's
+# code (the parameters' iterator of executemany, converters, row
+# factories): using one from there is refused, as in sqlite3 ("Recursive
+# use of cursors not allowed.").
 _busy = set()
 
 
@@ -1063,7 +1064,7 @@ class Cursor:
     __slots__ = ("connection", "_arraysize", "row_factory", "description", "rowcount",
                  "lastrowid", "_result", "_converters", "_closed", "__weakref__", "__dict__")
     def __init__(self, connection):
-        if _busy and self in _busy:
+        if _busy and id(self) in _busy:
             raise ProgrammingError("Recursive use of cursors not allowed.")
         if not isinstance(connection, Connection):
             raise TypeError("Cursor() argument 1 must be pleroma.Connection")
@@ -1092,14 +1093,14 @@ class Cursor:
             closed = self._closed
         except AttributeError:
             raise ProgrammingError("Base Cursor.__init__ not called.") from None
-        if self in _busy:
+        if id(self) in _busy:
             raise ProgrammingError("Recursive use of cursors not allowed.")
         if closed:
             raise ProgrammingError("Cannot operate on a closed cursor.")
         self.connection._check()
 
     def close(self):
-        if self in _busy:
+        if id(self) in _busy:
             raise ProgrammingError("Recursive use of cursors not allowed.")
         try:
             self._closed
@@ -1219,7 +1220,7 @@ class Cursor:
         opened = False  # the savepoint began the transaction
         total = 0
         adapt_one = None if _base_adapted else _adapt
-        _busy.add(self)
+        _busy.add(id(self))
         try:
             for p in params:
                 values = _bind(info, p)
@@ -1250,7 +1251,7 @@ class Cursor:
                     pass
             raise
         finally:
-            _busy.discard(self)
+            _busy.discard(id(self))
         self.rowcount = total if info.is_dml else -1
         return self
 
@@ -1289,7 +1290,7 @@ class Cursor:
     def _finish(self, rows):
         # Converters and row factories are the program's: the cursor is
         # locked while they run, as in sqlite3.
-        _busy.add(self)
+        _busy.add(id(self))
         try:
             convs = self._converters
             if convs is not None:
@@ -1299,7 +1300,7 @@ class Cursor:
                 rows = [f(self, t) for t in rows]
             return rows
         finally:
-            _busy.discard(self)
+            _busy.discard(id(self))
 
     def fetchone(self):
         self._check()

@@ -8,9 +8,10 @@
 //! state, would miss it. So a handle opened for writing is refused on a
 //! table with a plane (by name, in any schema, as `PRAGMA pleroma_planes`
 //! lists them), a plane's guard (a persisted plane of any connection), or
-//! of Pleroma's own (`pleroma_…`); and every write asks again, since a
-//! plane may have been attached since the handle was opened. Reading is
-//! always allowed.
+//! of Pleroma's own (`pleroma_…`); on a connection with planes, it is also
+//! refused outside a transaction (see `refusal`); and every write asks
+//! again, since a plane may have been attached since the handle was
+//! opened. Reading is always allowed.
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CString};
@@ -56,22 +57,43 @@ fn failure(db: *mut ffi::sqlite3) -> Fail {
 
 /// Why a write to `schema`.`table` through a blob is refused, if it is.
 fn refusal(c: &mut pleroma::Connection, schema: &str, table: &str) -> Result<Option<String>, Fail> {
+    let cannot = |why: &str| {
+        Some(format!(
+            "pleroma: cannot write to a blob of table {table}: {why} (docs/python.md)"
+        ))
+    };
     if table
         .get(..8)
         .is_some_and(|p| p.eq_ignore_ascii_case("pleroma_"))
     {
-        return Ok(Some(format!("{table} is one of Pleroma's own tables")));
+        return Ok(cannot("it is one of Pleroma's own tables"));
     }
     let planes = c.query("PRAGMA pleroma_planes", &[])?;
-    let Some(col) = planes.columns.iter().position(|n| n == "table") else {
-        return Ok(Some("the planes' tables cannot be read".into()));
-    };
-    let planed = planes.rows.iter().any(|r| match r.get(col) {
-        Some(Value::Text(t)) => t.eq_ignore_ascii_case(table),
-        _ => false,
-    });
-    if planed {
-        return Ok(Some(format!("table {table} has a plane")));
+    if !planes.rows.is_empty() {
+        let Some(col) = planes.columns.iter().position(|n| n == "table") else {
+            return Ok(cannot("the planes' tables cannot be read"));
+        };
+        let planed = planes.rows.iter().any(|r| match r.get(col) {
+            Some(Value::Text(t)) => t.eq_ignore_ascii_case(table),
+            _ => false,
+        });
+        if planed {
+            return Ok(cannot(&format!(
+                "table {table} has a plane, and a blob write passes by the change hook that keeps \
+                 a plane exact"
+            )));
+        }
+        // Outside a transaction a blob open for writing holds one of its
+        // own until it closes: a write to a planed table that Pleroma wraps
+        // in a transaction could not commit past it, and its rollback would
+        // take the blob's writes with it.
+        if c.is_autocommit() {
+            return Ok(Some(
+                "pleroma: on a connection with planes a blob can be opened for writing only \
+                 inside a transaction (docs/python.md)"
+                    .into(),
+            ));
+        }
     }
     let sql = format!(
         "SELECT 1 FROM \"{}\".sqlite_master WHERE type = 'index' AND tbl_name = ?1 COLLATE NOCASE \
@@ -81,16 +103,15 @@ fn refusal(c: &mut pleroma::Connection, schema: &str, table: &str) -> Result<Opt
     let guarded = c.sqlite().prepare(&sql).and_then(|mut s| s.exists([table]));
     Ok(match guarded {
         Ok(false) => None,
-        Ok(true) => Some(format!("table {table} has a persisted plane's guard")),
-        Err(_) => Some(format!("the schema of {schema} cannot be read")),
+        Ok(true) => cannot(&format!(
+            "table {table} has a persisted plane's guard, which a blob write passes by"
+        )),
+        Err(_) => cannot(&format!("the schema of {schema} cannot be read")),
     })
 }
 
-fn refused(table: &str, why: String) -> Fail {
-    Fail::Py(OperationalError::new_err(format!(
-        "pleroma: cannot write to a blob of table {table}: {why}, and a blob write bypasses \
-         the change hook that keeps planes exact (docs/python.md)"
-    )))
+fn refused(why: String) -> Fail {
+    Fail::Py(OperationalError::new_err(why))
 }
 
 impl Blobs {
@@ -139,7 +160,7 @@ impl Blobs {
         if !readonly {
             let fail = match refusal(c, schema, table) {
                 Ok(None) => None,
-                Ok(Some(why)) => Some(refused(table, why)),
+                Ok(Some(why)) => Some(refused(why)),
                 Err(e) => Some(e),
             };
             if let Some(fail) = fail {
@@ -190,7 +211,7 @@ impl Blobs {
         let open = self.handle(id)?;
         if open.writable {
             if let Some(why) = refusal(c, &open.schema, &open.table)? {
-                return Err(refused(&open.table, why));
+                return Err(refused(why));
             }
         }
         let h = open.handle as *mut ffi::sqlite3_blob;

@@ -223,30 +223,40 @@ def test_write_refused_on_a_planed_table(tmp_path):
         con.blobopen("ev", "country", 1)
     with pytest.raises(pleroma.OperationalError, match="Pleroma's own"):
         con.blobopen("pleroma_catalog", "dims", 1)
-    # A table without a plane takes writes as in sqlite3.
+    # A table without a plane takes writes as in sqlite3, inside a
+    # transaction: outside one, on a connection with planes, a blob open for
+    # writing would hold a transaction that Pleroma's own around a write to
+    # the planed table could not commit past.
+    with pytest.raises(pleroma.OperationalError, match="only inside a transaction"):
+        con.blobopen("notes", "doc", 1)
     for c in (plain, con):
+        c.execute("BEGIN")
         with c.blobopen("notes", "doc", 1) as blob:
-            blob.write(b"abcdefgh")
+            blob.write(b"abcd")
+            c.execute("INSERT INTO ev VALUES ('IT', 2, NULL)")
+            blob.write(b"efgh")
         c.commit()
     assert con.execute("SELECT doc FROM notes").fetchall() == \
         plain.execute("SELECT doc FROM notes").fetchall()
 
-    # A plane attached while a write handle is open: the next write is
-    # refused (SQLite checks the indexes only at the open).
-    con.execute("CREATE TABLE late(k TEXT, v INTEGER, doc BLOB)")
-    con.execute("INSERT INTO late VALUES ('a', 1, zeroblob(4))")
-    con.commit()
-    blob = con.blobopen("late", "doc", 1)
+    # A plane attached while a write handle is open (on a connection that
+    # had none): the next write is refused (SQLite checks the indexes only
+    # at the open).
+    late = pleroma.connect(str(tmp_path / "late.db"))
+    late.execute("CREATE TABLE late(k TEXT, v INTEGER, doc BLOB)")
+    late.execute("INSERT INTO late VALUES ('a', 1, zeroblob(4))")
+    late.commit()
+    blob = late.blobopen("late", "doc", 1)
     blob.write(b"ab")
-    con.commit()
-    con.execute("PRAGMA pleroma_attach('late', 'k', 'v')")
+    late.execute("PRAGMA pleroma_attach('late', 'k', 'v')")
     with pytest.raises(pleroma.OperationalError, match="has a plane"):
         blob.write(b"cd")
     with pytest.raises(pleroma.OperationalError, match="has a plane"):
         blob[0] = 1
     blob.close()
-    assert con.execute("SELECT k, SUM(v) FROM late GROUP BY k").fetchall() == [("a", 1)]
-    assert con.last_route in ("plane", "memo")
+    assert late.execute("SELECT k, SUM(v) FROM late GROUP BY k").fetchall() == [("a", 1)]
+    assert late.last_route in ("plane", "memo")
+    late.close()
 
     # Another file's planed table, attached under another name.
     other = pleroma.connect(str(tmp_path / "other.db"))
@@ -280,6 +290,16 @@ def test_write_refused_on_a_plane_in_memory():
     with pytest.raises(pleroma.OperationalError, match="Pleroma's own"):
         con.blobopen("pleroma_catalog", "dims", 1)
     assert con.blobopen("ev", "country", 2, readonly=True).read() == b"FR"
+    con.execute("CREATE TABLE notes(doc BLOB)")
+    con.execute("INSERT INTO notes VALUES (zeroblob(2))")
+    con.commit()
+    with pytest.raises(pleroma.OperationalError, match="only inside a transaction"):
+        con.blobopen("notes", "doc", 1)
+    con.execute("BEGIN")
+    with con.blobopen("notes", "doc", 1) as blob:
+        blob.write(b"ok")
+    con.commit()
+    assert con.execute("SELECT doc FROM notes").fetchall() == [(b"ok",)]
     sql = "SELECT country, SUM(cents) FROM ev GROUP BY country ORDER BY country"
     assert con.execute(sql).fetchall() == [("DE", 5), ("FR", 7)]
     assert con.last_route in ("plane", "memo")
@@ -295,8 +315,45 @@ def test_write_allowed_once_the_plane_is_detached(tmp_path):
     with pytest.raises(pleroma.OperationalError, match="has a plane"):
         con.blobopen("ev", "doc", 1)
     con.execute("PRAGMA pleroma_detach('ev')")
+    assert con.execute("PRAGMA pleroma_planes").fetchall() == []
     with con.blobopen("ev", "doc", 1) as blob:
         blob.write(b"ok")
     con.commit()
     assert con.execute("SELECT doc FROM ev").fetchall() == [(b"ok",)]
     con.close()
+
+
+def test_commit_while_a_blob_is_open(both):
+    """A COMMIT with a blob open for writing fails as in SQLite, with the
+    plane's state row written before it; the transaction goes on, and its
+    end is exact on reopening."""
+    def script(m, con, rec):
+        con.execute("CREATE TABLE ev(country TEXT, cents INTEGER)")
+        con.execute("CREATE TABLE notes(doc BLOB)")
+        con.execute("INSERT INTO ev VALUES ('DE', 5)")
+        con.execute("INSERT INTO notes VALUES (zeroblob(4))")
+        con.commit()
+        if m is pleroma:
+            con.execute("PRAGMA pleroma_attach('ev', 'country', 'cents')")
+        sql = "SELECT country, SUM(cents) FROM ev GROUP BY country ORDER BY country"
+        con.execute("BEGIN")
+        blob = con.blobopen("notes", "doc", 1)
+        blob.write(b"ab")
+        con.execute("INSERT INTO ev VALUES ('FR', 7)")
+        rec("commit", con.commit)
+        rec("in transaction", lambda: con.in_transaction)
+        rec("inside", lambda: con.execute(sql).fetchall())
+        blob.write(b"cd")
+        blob.close()
+        rec("commit again", con.commit)
+        rec("after", lambda: (con.execute(sql).fetchall(),
+                              con.execute("SELECT doc FROM notes").fetchall()))
+        path = con.execute("PRAGMA database_list").fetchone()[2]
+        with m.connect(path) as again:
+            rec("reopened", lambda: again.execute(sql).fetchall())
+            again.execute("INSERT INTO ev VALUES ('IT', 1)")
+            again.commit()
+            rec("written after", lambda: again.execute(sql).fetchall())
+        rec("followed", lambda: con.execute(sql).fetchall())
+
+    both(script)

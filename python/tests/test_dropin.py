@@ -233,6 +233,15 @@ def test_recursive_use_of_cursors(both):
             m.converters.clear()
             m.converters.update(old)
 
+        class Unhashable(m.Cursor):
+            def __eq__(self, other):
+                return False
+
+        u = con.cursor(Unhashable)
+        rec("unhashable many", lambda: u.executemany("INSERT INTO test(x) VALUES (?)", [(2,)]).rowcount)
+        u.row_factory = lambda c, r: r[0]
+        rec("unhashable rows", lambda: u.execute("SELECT x FROM test ORDER BY rowid").fetchall())
+
         def rows():
             cur.execute("INSERT INTO test(x) VALUES (?)", (1,))
             yield (1,)
