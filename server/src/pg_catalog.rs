@@ -15,21 +15,40 @@ use crate::sqlstate::{error, from_router};
 
 const OID_BASE: i64 = 16384;
 
-/// Whether a statement reads PostgreSQL's catalog (which SQLite lacks):
-/// `pg_catalog.` other than before one of [`FUNCTIONS`](crate::translate::FUNCTIONS), or
-/// `information_schema.`.
+/// Whether a statement reads PostgreSQL's catalog (which SQLite lacks): a
+/// SELECT (or WITH) whose code, outside its strings, quoted names and
+/// comments, names `pg_catalog.x` (other than a call of one of
+/// [`FUNCTIONS`](crate::translate::FUNCTIONS), and a cast's type,
+/// `::pg_catalog.text`), `information_schema.x`, or one of the catalog's
+/// tables without a schema after FROM or JOIN.
 pub(crate) fn is_catalog_query(sql: &str) -> bool {
-    let mut l = sql.to_ascii_lowercase();
+    use pleroma::tokenize::Kind;
+    let l = sql.to_ascii_lowercase();
+    if !l.contains("pg_") && !l.contains("information_schema") {
+        return false;
+    }
     if is_type_info(&l) {
         return true;
     }
-    if !l.contains("pg_catalog.") && !l.contains("information_schema.") {
-        return l.contains("pg_") && names_a_catalog_table(sql);
+    let code: Vec<_> = pleroma::tokenize::code(sql).collect();
+    if !code.first().is_some_and(|t| t.is("select") || t.is("with")) {
+        return false;
     }
-    for f in crate::translate::FUNCTIONS {
-        l = l.replace(&format!("pg_catalog.{f}("), "");
-    }
-    l.contains("pg_catalog.") || l.contains("information_schema.")
+    let schema_use = code.windows(3).enumerate().any(|(i, w)| {
+        let named = w[1].text == "."
+            && w[2].kind == Kind::Word
+            && (w[0].kind == Kind::Word || w[0].kind == Kind::Quoted)
+            && ["pg_catalog", "information_schema"]
+                .iter()
+                .any(|s| w[0].value().eq_ignore_ascii_case(s));
+        let function = w[0].value().eq_ignore_ascii_case("pg_catalog")
+            && crate::translate::FUNCTIONS
+                .iter()
+                .any(|f| w[2].text.eq_ignore_ascii_case(f))
+            && code.get(i + 3).is_some_and(|t| t.text == "(");
+        named && !function
+    });
+    schema_use || names_a_catalog_table(&code)
 }
 
 /// The relations of the emulated catalog (`catalog_db.rs`).
@@ -49,8 +68,7 @@ const CATALOG_TABLES: [&str; 9] = [
 /// schema (`FROM pg_class`, `JOIN pg_namespace`), as PostgreSQL resolves
 /// such a name: `pg_catalog` comes first on every search path
 /// (postgres_fdw's IMPORT FOREIGN SCHEMA writes its query so).
-fn names_a_catalog_table(sql: &str) -> bool {
-    let code: Vec<_> = pleroma::tokenize::code(sql).collect();
+fn names_a_catalog_table(code: &[pleroma::tokenize::Token<'_>]) -> bool {
     code.windows(2).any(|w| {
         (w[0].is("from") || w[0].is("join"))
             && w[1].kind == pleroma::tokenize::Kind::Word

@@ -250,8 +250,11 @@ impl Engine {
         }
         let is_commit = matches!(w(0), "COMMIT" | "END");
         let is_rollback = matches!(w(0), "ROLLBACK" | "ABORT") && !(w(1) == "TO" || w(2) == "TO");
+        if is_commit || is_rollback || w(0) == "PREPARE" && w(1) == "TRANSACTION" {
+            transaction_end_supported(sql)?;
+        }
         // PostgreSQL's spellings that SQLite lacks: `ABORT`, and `WORK` or
-        // `AND NO CHAIN` after the word (`AND CHAIN` is left to fail).
+        // `AND NO CHAIN` after the word.
         let ending = (is_commit || is_rollback) && transaction_end_words(sql);
         let sql = match (ending, is_commit) {
             (true, true) => "COMMIT",
@@ -288,12 +291,20 @@ impl Engine {
             return self.cursor(cmd?, params, format);
         }
         let mut sql = sql;
+        let begins = w(0) == "START" && w(1) == "TRANSACTION" || w(0) == "BEGIN";
+        if begins && self.in_transaction() {
+            // PostgreSQL only warns, and the transaction goes on.
+            let tag = if w(0) == "START" {
+                "START TRANSACTION"
+            } else {
+                "BEGIN"
+            };
+            return Ok(done(tag, None, TxnMove::Stay));
+        }
         if w(0) == "START" && w(1) == "TRANSACTION" || w(0) == "BEGIN" && is_pg_txn_mode(w(1)) {
-            if words.iter().any(|x| x == "ONLY") {
-                return Err(error(
-                    "0A000",
-                    "READ ONLY transactions are not supported by pleroma serve",
-                ));
+            let all = leading_words(sql, usize::MAX);
+            if all.windows(2).any(|p| p[0] == "READ" && p[1] == "ONLY") {
+                return Err(settings::read_only());
             }
             sql = "BEGIN";
         }
@@ -376,6 +387,7 @@ impl Engine {
                 "BEGIN" => ("BEGIN".to_owned(), None),
                 "END" => ("COMMIT".to_owned(), None),
                 "ABORT" => ("ROLLBACK".to_owned(), None),
+                "START" => ("START TRANSACTION".to_owned(), None),
                 "CREATE" | "DROP" | "ALTER" => (format!("{} {}", w(0), w(1)), None),
                 other => (other.to_owned(), None),
             };
@@ -608,7 +620,45 @@ fn transaction_end_words(sql: &str) -> bool {
 }
 
 fn is_pg_txn_mode(w: &str) -> bool {
-    matches!(w, "ISOLATION" | "READ" | "NOT" | "WORK" | "TRANSACTION")
+    matches!(
+        w,
+        "ISOLATION" | "READ" | "NOT" | "WORK" | "TRANSACTION" | "DEFERRABLE"
+    )
+}
+
+/// An error for the ends of a transaction pleroma serve does not take:
+/// `AND CHAIN` and two-phase commit (`0A000`), and any other word after
+/// `COMMIT`, `END`, `ROLLBACK` or `ABORT` than PostgreSQL's optional ones
+/// (a syntax error, `42601`, as in PostgreSQL; SQLite would ignore a
+/// transaction name).
+fn transaction_end_supported(sql: &str) -> Result<(), ErrorInfo> {
+    let words: Vec<String> = pleroma::tokenize::code(sql)
+        .filter(|t| t.text != ";")
+        .map(|t| t.text.to_ascii_uppercase())
+        .collect();
+    let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
+    if w(1) == "PREPARED" || w(0) == "PREPARE" {
+        return Err(error(
+            "0A000",
+            "two-phase commit (PREPARE TRANSACTION, COMMIT PREPARED, ROLLBACK PREPARED) is not \
+             supported by pleroma serve",
+        ));
+    }
+    if words.windows(2).any(|p| p[0] == "AND" && p[1] == "CHAIN") {
+        return Err(error(
+            "0A000",
+            format!("{} AND CHAIN is not supported by pleroma serve", w(0)),
+        ));
+    }
+    if w(0) == "ROLLBACK" && (w(1) == "TO" || w(2) == "TO") || transaction_end_words(sql) {
+        return Ok(());
+    }
+    let at = w(if matches!(w(1), "WORK" | "TRANSACTION") {
+        2
+    } else {
+        1
+    });
+    Err(error("42601", format!("syntax error at or near \"{at}\"")))
 }
 
 /// The first `n` words of a statement, upper-cased, past comments.

@@ -182,8 +182,36 @@ pub(crate) fn parse(sql: &str) -> Option<Result<Command, ErrorInfo>> {
     Some(match keyword {
         "SHOW" => target(rest).map(Command::Show).ok_or_else(syntax),
         "RESET" => target(rest).map(Command::Reset).ok_or_else(syntax),
-        _ => set(rest, sql).unwrap_or_else(|| Err(syntax())),
+        _ => set(rest, sql)
+            .unwrap_or_else(|| Err(syntax()))
+            .and_then(refuse_read_only),
     })
+}
+
+/// A read-only transaction asked by SET (`SET TRANSACTION READ ONLY`, the
+/// session's characteristics, `default_transaction_read_only = on`): SQLite
+/// has none, and writes would go through; refused, as `BEGIN READ ONLY` is.
+fn refuse_read_only(cmd: Command) -> Result<Command, ErrorInfo> {
+    let on = |v: &str| {
+        let v = v.trim_matches('\'').to_ascii_lowercase();
+        !matches!(v.as_str(), "off" | "false" | "no" | "0" | "f" | "n" | "of")
+    };
+    match &cmd {
+        Command::Set(name, value)
+            if (name == "default_transaction_read_only" || name == "transaction_read_only")
+                && on(value) =>
+        {
+            Err(read_only())
+        }
+        _ => Ok(cmd),
+    }
+}
+
+pub(crate) fn read_only() -> ErrorInfo {
+    error(
+        "0A000",
+        "READ ONLY transactions are not supported by pleroma serve",
+    )
 }
 
 /// What SET asks after its keyword; `None` for a syntax error.
@@ -192,7 +220,7 @@ fn set(mut t: &[Token<'_>], sql: &str) -> Option<Result<Command, ErrorInfo>> {
         let session = scope.is("SESSION");
         t = &t[1..];
         match t.first() {
-            Some(w) if w.is("CHARACTERISTICS") => return Some(Ok(Command::SetTransaction)),
+            Some(w) if w.is("CHARACTERISTICS") => return Some(set_transaction(t)),
             Some(w) if session && w.is("AUTHORIZATION") => {
                 return Some(Err(error(
                     "0A000",
@@ -204,7 +232,7 @@ fn set(mut t: &[Token<'_>], sql: &str) -> Option<Result<Command, ErrorInfo>> {
     }
     let to = |name: &str, value: String| Some(Ok(Command::Set(name.to_owned(), value)));
     match t {
-        [w, ..] if w.is("TRANSACTION") => Some(Ok(Command::SetTransaction)),
+        [w, ..] if w.is("TRANSACTION") => Some(set_transaction(t)),
         [time, zone, v @ ..] if time.is("TIME") && zone.is("ZONE") => {
             to("timezone", zone_value(v, sql)?)
         }
@@ -217,6 +245,15 @@ fn set(mut t: &[Token<'_>], sql: &str) -> Option<Result<Command, ErrorInfo>> {
             Some(Ok(Command::Set(name, var_list(&t[at + 1..])?)))
         }
     }
+}
+
+/// `SET [SESSION CHARACTERISTICS AS] TRANSACTION …`: refused when it asks
+/// READ ONLY.
+fn set_transaction(t: &[Token<'_>]) -> Result<Command, ErrorInfo> {
+    if t.windows(2).any(|w| w[0].is("READ") && w[1].is("ONLY")) {
+        return Err(read_only());
+    }
+    Ok(Command::SetTransaction)
 }
 
 /// The setting SHOW and RESET name (`None` for ALL); `None` for a syntax

@@ -36,8 +36,9 @@ use pleroma::Value;
 use crate::sqlstate::error;
 
 /// Words that start a form this module rewrites (compared without case).
-const TRIGGERS: [&str; 15] = [
+const TRIGGERS: [&str; 16] = [
     "public",
+    "like",
     "some",
     "current_date",
     "current_timestamp",
@@ -524,6 +525,10 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
                 }
             }
         }
+        if t.is("like") {
+            i = like(toks, i, &mut out)?;
+            continue;
+        }
         if t.is("ilike") {
             i = ilike(toks, i, &mut out)?;
             continue;
@@ -656,6 +661,9 @@ fn array_elements(text: &str) -> Option<Vec<Option<String>>> {
                 chars.next();
             }
         } else {
+            // Trailing blanks are dropped, but not escaped ones; an element
+            // with an escape is never the NULL keyword (`\NULL` is text).
+            let mut kept = 0;
             while let Some(&c) = chars.peek() {
                 match c {
                     ',' => break,
@@ -663,18 +671,22 @@ fn array_elements(text: &str) -> Option<Vec<Option<String>>> {
                     '\\' => {
                         chars.next();
                         item.push(chars.next()?);
+                        quoted = true;
+                        kept = item.len();
                     }
                     c => {
                         item.push(c);
                         chars.next();
+                        if !c.is_ascii_whitespace() {
+                            kept = item.len();
+                        }
                     }
                 }
             }
-            let trimmed = item.trim_end_matches(|c: char| c.is_ascii_whitespace());
-            if trimmed.is_empty() {
+            item.truncate(kept);
+            if item.is_empty() && !quoted {
                 return None;
             }
-            item = trimmed.to_owned();
         }
         out.push(if !quoted && item.eq_ignore_ascii_case("null") {
             None
@@ -1348,6 +1360,90 @@ fn ilike(toks: &[Tok], at: usize, out: &mut Vec<Piece>) -> Result<usize, ErrorIn
     Ok(end)
 }
 
+/// `X LIKE P` at `at`: PostgreSQL's LIKE is case-sensitive and escapes
+/// with a backslash, SQLite's is neither; SQLite's GLOB is case-sensitive,
+/// so `X GLOB G`, with `G` the same pattern as a GLOB (`%` is `*`, `_` is
+/// `?`, a `*`, `?` or `[` to be matched as itself is `[*]`, `[?]`, `[[]`):
+/// made here from a literal pattern, else by `pleroma_pg_like_glob(P[,
+/// E])` on the session's connection. `ESCAPE 'c'` gives the escape
+/// character (`''`: none). Returns the index after the pattern (and its
+/// ESCAPE clause).
+fn like(toks: &[Tok], at: usize, out: &mut Vec<Piece>) -> Result<usize, ErrorInfo> {
+    out.push(Piece::unit("GLOB".into()));
+    let end = pattern_end(toks, at).ok_or_else(|| {
+        not_translated("LIKE with that pattern (use a literal, a parameter or ||)")
+    })?;
+    let (escape, after) = match next_code(toks, end - 1).filter(|&k| toks[k].is("escape")) {
+        Some(k) => match next_code(toks, k).filter(|&e| toks[e].kind == Kind::String) {
+            Some(e) => (literal(&toks[e].text), e + 1),
+            None => return Err(not_translated("LIKE … ESCAPE other than a literal")),
+        },
+        None => (Some("\\".to_owned()), end),
+    };
+    let escape: Option<char> = match escape.as_deref() {
+        Some("") => None,
+        Some(e) if e.chars().count() == 1 => e.chars().next(),
+        _ => {
+            return Err(error(
+                "22025",
+                "invalid escape string: escape string must be empty or one character",
+            ))
+        }
+    };
+    let pattern = rewrite(&toks[at + 1..end])?;
+    let text = text_of(&pattern);
+    let code: Vec<_> = pattern
+        .iter()
+        .filter(|p| p.unit || !matches!(p.kind, Kind::Space | Kind::Comment))
+        .collect();
+    if let [lit] = &code[..] {
+        if lit.kind == Kind::String && !lit.unit {
+            let v = literal(&lit.text).unwrap_or_default();
+            let glob = like_glob(&v, escape).map_err(|m| error("22025", m))?;
+            out.push(Piece::unit(format!(" '{}'", glob.replace('\'', "''"))));
+            return Ok(after);
+        }
+    }
+    let call = match escape {
+        Some(e) => format!(
+            " pleroma_pg_like_glob({}, '{}')",
+            text.trim(),
+            e.to_string().replace('\'', "''")
+        ),
+        None => format!(" pleroma_pg_like_glob({}, '')", text.trim()),
+    };
+    out.push(Piece::unit(call));
+    Ok(after)
+}
+
+/// A PostgreSQL LIKE pattern as the SQLite GLOB pattern that matches the
+/// same texts; PostgreSQL's error for a pattern ending in a lone escape.
+pub(crate) fn like_glob(pattern: &str, escape: Option<char>) -> Result<String, String> {
+    let mut out = String::with_capacity(pattern.len() + 8);
+    let literal = |out: &mut String, c: char| match c {
+        '*' => out.push_str("[*]"),
+        '?' => out.push_str("[?]"),
+        '[' => out.push_str("[[]"),
+        c => out.push(c),
+    };
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if Some(c) == escape {
+            match chars.next() {
+                Some(n) => literal(&mut out, n),
+                None => return Err("LIKE pattern must not end with escape character".into()),
+            }
+        } else if c == '%' {
+            out.push('*');
+        } else if c == '_' {
+            out.push('?');
+        } else {
+            literal(&mut out, c);
+        }
+    }
+    Ok(out)
+}
+
 /// The end (exclusive) of the pattern after `ILIKE` at `at`: operands
 /// joined by operators that bind tighter than `ILIKE` in PostgreSQL (`||`,
 /// `+`, `-`, `*`, `/`, `%`, `::`).
@@ -1717,6 +1813,16 @@ pub(crate) fn register(db: &rusqlite::Connection) -> rusqlite::Result<()> {
     let name = database_name(db);
     db.create_scalar_function("current_database", 0, deterministic, move |_| {
         Ok(name.clone())
+    })?;
+    db.create_scalar_function("pleroma_pg_like_glob", 2, deterministic, |ctx| {
+        let pattern: Option<String> = ctx.get(0)?;
+        let escape: String = ctx.get(1)?;
+        let Some(p) = pattern else {
+            return Ok(None);
+        };
+        like_glob(&p, escape.chars().next())
+            .map(Some)
+            .map_err(|m| SqlError::UserFunctionError(m.into()))
     })?;
     for arity in [2, 3] {
         db.create_scalar_function(
@@ -2150,6 +2256,27 @@ mod tests {
     }
 
     #[test]
+    fn like_is_postgresqls_case_sensitive_like_as_a_glob() {
+        assert_eq!(
+            tr(r"SELECT 1 WHERE a LIKE 'x%_*?[' AND b NOT LIKE 'a\%'"),
+            r"SELECT 1 WHERE a GLOB 'x*?[*][?][[]' AND b NOT GLOB 'a%'"
+        );
+        assert_eq!(
+            tr("SELECT 1 WHERE a LIKE 'a!%' ESCAPE '!' OR a LIKE 'it''s%'"),
+            "SELECT 1 WHERE a GLOB 'a%' OR a GLOB 'it''s*'"
+        );
+        assert_eq!(
+            tr("SELECT 1 WHERE a LIKE $1 || '%'"),
+            r"SELECT 1 WHERE a GLOB pleroma_pg_like_glob($1 || '%', '\')"
+        );
+        assert_eq!(
+            refused(r"SELECT 1 WHERE a LIKE 'a\'"),
+            "LIKE pattern must not end with escape character"
+        );
+        assert_eq!(like_glob("50%_off", None).unwrap(), "50*?off");
+    }
+
+    #[test]
     fn statements_without_the_forms_are_untouched() {
         for sql in [
             "SELECT 1",
@@ -2367,6 +2494,11 @@ mod tests {
         assert_eq!(
             tr("SELECT 1 WHERE k = SOME ('{}'::int[])"),
             "SELECT 1 WHERE k IN ()"
+        );
+        // Escapes, as PostgreSQL's array input reads them.
+        assert_eq!(
+            tr(r#"SELECT 1 WHERE k = ANY ('{\NULL, NU\LL,a\ , \ ,"NULL"}'::text[])"#),
+            "SELECT 1 WHERE k IN ('NULL', 'NULL', 'a ', ' ', 'NULL')"
         );
         assert!(refused("SELECT 1 WHERE k = ANY ('{a}')").contains("without a cast"));
         assert!(refused("SELECT 1 WHERE k = ANY ('{1.5}'::numeric[])").contains("numeric"));

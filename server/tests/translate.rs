@@ -316,3 +316,83 @@ async fn a_date_trunc_grouping_is_served_by_a_plane_of_the_same_expression() {
     assert!(got.len() > 30, "{got:?}");
     assert_eq!(got, sqlite(&f.db, lite));
 }
+
+/// What an outside attack found (2026-12-04), each against PostgreSQL's
+/// answer: text naming the catalog inside a string or a comment is no
+/// catalog query; LIKE is case-sensitive and escapes with a backslash;
+/// an array literal's escapes; the ends of a transaction PostgreSQL does
+/// not take are refused, a second BEGIN keeps the transaction, and READ
+/// ONLY however spelled is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgresql_semantics_found_from_outside() {
+    let f = common::fixture();
+    let server = common::serve(&f.db);
+    let c = connect(server.addr().port()).await;
+    c.batch_execute(
+        "CREATE TABLE tables(a TEXT);
+         INSERT INTO tables VALUES ('Abc'), ('abc'), ('a_c'), ('NULL'), ('a ');",
+    )
+    .await
+    .unwrap();
+    let count = |sql: &'static str| {
+        let c = &c;
+        async move { one(c, sql).await }
+    };
+    // The catalog's names inside strings and comments change nothing.
+    assert_eq!(
+        count("SELECT count(*) FROM tables /* pg_catalog. */ WHERE 'information_schema.x' <> ''")
+            .await
+            .as_deref(),
+        Some("5")
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM tables WHERE a = 'x'::pg_catalog.text")
+            .await
+            .as_deref(),
+        Some("0")
+    );
+    // LIKE: case-sensitive, `\` escapes, `_` one character.
+    for (sql, want) in [
+        ("SELECT count(*) FROM tables WHERE a LIKE 'a%'", "3"),
+        ("SELECT count(*) FROM tables WHERE a LIKE 'A%'", "1"),
+        (r"SELECT count(*) FROM tables WHERE a LIKE 'a\_c'", "1"),
+        ("SELECT count(*) FROM tables WHERE a NOT LIKE '_bc'", "3"),
+        ("SELECT count(*) FROM tables WHERE a ILIKE 'A%'", "4"),
+    ] {
+        assert_eq!(one(&c, sql).await.as_deref(), Some(want), "{sql}");
+    }
+    let r = c
+        .query(
+            "SELECT count(*)::text FROM tables WHERE a LIKE $1",
+            &[&"a%"],
+        )
+        .await
+        .unwrap();
+    assert_eq!(r[0].get::<_, String>(0), "3");
+    // An array literal's escapes: `\NULL` is the text NULL, `a\ ` keeps its blank.
+    assert_eq!(
+        count(r"SELECT count(*) FROM tables WHERE a = ANY ('{\NULL,a\ }'::text[])")
+            .await
+            .as_deref(),
+        Some("2")
+    );
+    // The ends of a transaction.
+    for (sql, code) in [
+        ("COMMIT AND CHAIN", "0A000"),
+        ("ROLLBACK PREPARED 'x'", "0A000"),
+        ("COMMIT TRANSACTION WORK", "42601"),
+        ("ABORT x", "42601"),
+        ("BEGIN ISOLATION LEVEL SERIALIZABLE, READ ONLY", "0A000"),
+        ("SET TRANSACTION READ ONLY", "0A000"),
+        ("SET default_transaction_read_only = on", "0A000"),
+    ] {
+        assert_eq!(sqlstate(&c, sql).await.0, code, "{sql}");
+    }
+    c.batch_execute("BEGIN; INSERT INTO tables VALUES ('kept'); BEGIN; COMMIT")
+        .await
+        .unwrap();
+    assert_eq!(
+        count("SELECT count(*) FROM tables").await.as_deref(),
+        Some("6")
+    );
+}
