@@ -36,7 +36,7 @@ use pleroma::Value;
 use crate::sqlstate::error;
 
 /// Words that start a form this module rewrites (compared without case).
-const TRIGGERS: [&str; 16] = [
+const TRIGGERS: [&str; 19] = [
     "public",
     "like",
     "some",
@@ -45,6 +45,9 @@ const TRIGGERS: [&str; 16] = [
     "serial",
     "bigserial",
     "smallserial",
+    "serial2",
+    "serial4",
+    "serial8",
     "any",
     "ilike",
     "date_trunc",
@@ -472,6 +475,23 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
         if let Some(negated) = negated {
             if let Some(list) = any_array(toks, i)? {
                 let at = out.iter().rposition(|p| p.text == op).unwrap_or_default();
+                // A string literal compared with an integer array is read
+                // as an integer, as PostgreSQL reads an untyped literal
+                // (`'01' = ANY ('{1}'::int[])` is true).
+                if let Some(ty) = list.2 {
+                    let left = (0..at).rev().find(|&j| {
+                        out[j].unit || !matches!(out[j].kind, Kind::Space | Kind::Comment)
+                    });
+                    if let Some(j) = left.filter(|&j| !out[j].unit && out[j].kind == Kind::String) {
+                        let v = literal(&out[j].text).unwrap_or_default();
+                        match pg_cast(ValueRef::Text(v.as_bytes()), ty) {
+                            Ok(SqlValue::Integer(n)) => out[j] = Piece::unit(n.to_string()),
+                            Err(m) if m.contains("out of range") => return Err(error("22003", m)),
+                            Err(m) => return Err(error("22P02", m)),
+                            Ok(_) => {}
+                        }
+                    }
+                }
                 out[at] = Piece::unit(if negated { "NOT IN" } else { "IN" }.into());
                 out.push(Piece::unit(list.0));
                 i = list.1;
@@ -480,7 +500,16 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
         }
         // A column typed `SERIAL` in CREATE TABLE: SQLite's INTEGER, which
         // is the rowid when it is the primary key, numbered as SERIAL is.
-        if (t.is("serial") || t.is("bigserial") || t.is("smallserial"))
+        if [
+            "serial",
+            "bigserial",
+            "smallserial",
+            "serial2",
+            "serial4",
+            "serial8",
+        ]
+        .iter()
+        .any(|w| t.is(w))
             && column_type_position(&out)
         {
             let first = toks.iter().find(|t| !t.is_blank());
@@ -546,12 +575,30 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
         out.push(Piece::of(t));
         i += 1;
     }
+    // `n + date`: PostgreSQL's date (or an error), SQLite's number.
+    let code = |p: &Piece| p.unit || !matches!(p.kind, Kind::Space | Kind::Comment);
+    for k in 0..out.len() {
+        if !is_temporal(&out[k]) {
+            continue;
+        }
+        if let Some(j) = (0..k).rev().find(|&j| code(&out[j])) {
+            if out[j].is_punct("+") || out[j].is_punct("-") {
+                return Err(not_translated(
+                    "a date or timestamp on the right of + or - (write the date first: `date + n`)",
+                ));
+            }
+        }
+    }
     Ok(out)
 }
 
-/// `ANY (ARRAY[…])` at `at`: the list rewritten as `(…)`, and the index
-/// after the closing `)`. `None` when it is not that form.
-fn any_array(toks: &[Tok], at: usize) -> Result<Option<(String, usize)>, ErrorInfo> {
+/// `ANY (ARRAY[…])` at `at`: the list rewritten as `(…)`, the index after
+/// the closing `)`, and the elements' integer type where the statement
+/// shows one. `None` when it is not that form.
+fn any_array(
+    toks: &[Tok],
+    at: usize,
+) -> Result<Option<(String, usize, Option<&'static str>)>, ErrorInfo> {
     let Some(open) = next_code(toks, at).filter(|&j| toks[j].is_punct("(")) else {
         return Ok(None);
     };
@@ -574,14 +621,17 @@ fn any_array(toks: &[Tok], at: usize) -> Result<Option<(String, usize)>, ErrorIn
         return Err(not_translated("ANY of a nested ARRAY"));
     }
     let list = text_of(&rewrite(&lex(inner))?);
-    Ok(Some((format!("({list})"), close + 1)))
+    Ok(Some((format!("({list})"), close + 1, None)))
 }
 
 /// `'{a,b}'::text[])` at `lit` (after `ANY (`): the elements as a SQL
 /// list `('a', 'b')` of the array's element type, and the index after the
 /// closing `)`. `None` when it is not that form; an error for an element
 /// type other than text and the integers, or a malformed array.
-fn array_literal(toks: &[Tok], lit: usize) -> Result<Option<(String, usize)>, ErrorInfo> {
+fn array_literal(
+    toks: &[Tok],
+    lit: usize,
+) -> Result<Option<(String, usize, Option<&'static str>)>, ErrorInfo> {
     let Some(cast) = next_code(toks, lit).filter(|&j| toks[j].is_cast()) else {
         return Err(not_translated(
             "ANY ('{…}') without a cast to the array's type (write '{…}'::text[])",
@@ -628,7 +678,8 @@ fn array_literal(toks: &[Tok], lit: usize) -> Result<Option<(String, usize)>, Er
             },
         });
     }
-    Ok(Some((format!("({})", list.join(", ")), close + 1)))
+    let int = (ty != "text").then_some(ty);
+    Ok(Some((format!("({})", list.join(", ")), close + 1, int)))
 }
 
 /// The elements of a one-dimensional PostgreSQL array literal (`{a,"b
@@ -848,7 +899,11 @@ fn serial_is_key(toks: &[Tok], at: usize, column: &str) -> bool {
         } else if depth == 0 && w[0].is_punct(",") {
             break;
         } else if depth == 0 && w[0].is("primary") && w[1].is("key") {
-            return true;
+            // `PRIMARY KEY DESC` is no rowid in SQLite.
+            let after = code.iter().position(|t| std::ptr::eq(*t, w[1]));
+            return !after
+                .and_then(|k| code.get(k + 1))
+                .is_some_and(|t| t.is("desc"));
         }
     }
     // A table constraint.
@@ -2487,6 +2542,17 @@ mod tests {
             tr("SELECT x FROM t WHERE ((k = ANY ('{de,\"u s\",NULL,it''s}'::text[])))"),
             "SELECT x FROM t WHERE ((k IN ('de', 'u s', NULL, 'it''s')))"
         );
+        assert_eq!(
+            tr("SELECT '01' = ANY ('{1}'::int[]), 'a' = ANY ('{a}'::text[])"),
+            "SELECT 1 IN (1), 'a' IN ('a')"
+        );
+        assert!(refused("SELECT 'x' = ANY ('{1}'::int[])").contains("invalid input syntax"));
+        assert!(refused("SELECT 1 + '2024-01-31'::date").contains("on the right of + or -"));
+        assert_eq!(
+            tr("CREATE TABLE s(c serial8 PRIMARY KEY)"),
+            "CREATE TABLE s(c INTEGER PRIMARY KEY)"
+        );
+        assert!(refused("CREATE TABLE s(c serial PRIMARY KEY DESC)").contains("SERIAL"));
         assert_eq!(
             tr("SELECT x FROM t WHERE k <> ALL ('{ 1 , -2}'::pg_catalog.int8[])"),
             "SELECT x FROM t WHERE k NOT IN (1, -2)"
