@@ -233,7 +233,12 @@ impl Connection {
     /// SQLite did not store (a conflict clause `IGNORE` in the schema, a
     /// trigger's `RAISE(IGNORE)`: the statement succeeds and `changes()` is
     /// 0) is taken back out.
-    fn append_fast(&mut self, plan: &Plan, stmt: &crate::ffi::Prepared, row: &[Value]) -> Result<()> {
+    fn append_fast(
+        &mut self,
+        plan: &Plan,
+        stmt: &crate::ffi::Prepared,
+        row: &[Value],
+    ) -> Result<()> {
         let mut vals: SmallVec<[Cow<'_, Value>; 8]> = SmallVec::new();
         let mut sure = !plan.plane_cols.is_empty();
         for g in &plan.given {
