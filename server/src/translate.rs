@@ -421,19 +421,13 @@ fn rewrite(toks: &[Tok]) -> Result<Vec<Piece>, ErrorInfo> {
                 continue;
             }
         }
-        if t.is("date_trunc") && call.is_some() {
-            let open = call.unwrap_or_default();
-            let close =
-                closing(toks, open).ok_or_else(|| not_translated("an unclosed date_trunc("))?;
-            out.push(Piece::unit(date_trunc(&toks[open + 1..close])?).named("date_trunc"));
-            i = close + 1;
-            continue;
-        }
-        if t.is("extract") && call.is_some() {
-            let open = call.unwrap_or_default();
-            let close =
-                closing(toks, open).ok_or_else(|| not_translated("an unclosed EXTRACT("))?;
-            out.push(Piece::unit(extract(&toks[open + 1..close])?).named("extract"));
+        // Calls rewritten whole, named as PostgreSQL names their column.
+        type Form = fn(&[Tok]) -> Result<String, ErrorInfo>;
+        let forms: [(&str, Form); 2] = [("date_trunc", date_trunc), ("extract", extract)];
+        if let (Some(open), Some(&(name, form))) = (call, forms.iter().find(|f| t.is(f.0))) {
+            let close = closing(toks, open)
+                .ok_or_else(|| not_translated(format!("an unclosed {}(", name.to_uppercase())))?;
+            out.push(Piece::unit(form(&toks[open + 1..close])?).named(name));
             i = close + 1;
             continue;
         }
