@@ -29,7 +29,6 @@ use std::path::Path;
 
 use common::Cell;
 use pleroma::rusqlite;
-use pleroma::rusqlite::types::ValueRef;
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
 const SHARD_A: [&str; 3] = ["de", "fr", "it"];
@@ -98,24 +97,7 @@ fn oracle(a: &Path, b: &Path, sql: &str) -> Vec<Vec<Cell>> {
         b.display()
     ))
     .unwrap();
-    let mut stmt = conn.prepare(sql).unwrap();
-    let n = stmt.column_count();
-    let mut rows = stmt.query([]).unwrap();
-    let mut out = Vec::new();
-    while let Some(r) = rows.next().unwrap() {
-        out.push(
-            (0..n)
-                .map(|i| match r.get_ref(i).unwrap() {
-                    ValueRef::Null => Cell::Null,
-                    ValueRef::Integer(v) => Cell::Num(v as f64),
-                    ValueRef::Real(v) => Cell::Num(v),
-                    ValueRef::Text(t) => Cell::parse(std::str::from_utf8(t).unwrap()),
-                    ValueRef::Blob(_) => panic!("no blobs here"),
-                })
-                .collect(),
-        );
-    }
-    out
+    common::cells_of(&conn, sql)
 }
 
 async fn connect(conninfo: &str) -> Client {

@@ -106,8 +106,12 @@ impl Cell {
 pub fn sqlite(db: &Path, sql: &str) -> Vec<Vec<Cell>> {
     let conn = rusqlite::Connection::open(db).unwrap();
     // PleromaSumExact is Pleroma's; plain SQLite has exact 64-bit SUM.
-    let sql = sql.replace("PleromaSumExact(", "SUM(");
-    let mut stmt = conn.prepare(&sql).unwrap();
+    cells_of(&conn, &sql.replace("PleromaSumExact(", "SUM("))
+}
+
+/// `sql`'s rows on a plain SQLite connection, as cells.
+pub fn cells_of(conn: &rusqlite::Connection, sql: &str) -> Vec<Vec<Cell>> {
+    let mut stmt = conn.prepare(sql).unwrap();
     let n = stmt.column_count();
     let mut rows = stmt.query([]).unwrap();
     let mut out = Vec::new();
